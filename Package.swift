@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+// OfferGate: a self-hosted, multi-tenant gateway for App Store subscription offers.
+//
+// Dependencies point inward: executables wire adapters together; adapters depend on the pure
+// `OfferDomain`; `OfferDomain` depends on nothing of ours. No outside packages (none can be fetched here).
+import PackageDescription
+
+let package = Package(
+    name: "OfferGate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "offergate", targets: ["offergate"]),
+        .executable(name: "offerctl", targets: ["offerctl"]),
+        .executable(name: "offer-load", targets: ["offer-load"]),
+    ],
+    targets: [
+        // MARK: Pure core (no IO, imports only Foundation)
+        .target(name: "OfferDomain"),
+
+        // MARK: C system libraries
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // MARK: Adapters
+        .target(name: "OfferCrypto", dependencies: ["CCrypto"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
+        .target(name: "JSONRPC"),
+        .target(name: "CLIKit"),
+
+        // MARK: Application
+        .target(
+            name: "OfferGateway",
+            dependencies: ["OfferDomain", "OfferCrypto", "Postgres", "OfferStore", "JSONRPC"]
+        ),
+        .target(name: "OfferLoadKit", dependencies: ["JSONRPC"]),
+
+        // MARK: Executables (wiring only)
+        .executableTarget(name: "offergate", dependencies: ["OfferGateway", "CLIKit"]),
+        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
+        .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
+
+        // MARK: Tests (mirror the sources)
+        .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),
+        .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
+        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "Postgres"]),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),
+        .testTarget(name: "OfferGatewayTests", dependencies: ["OfferGateway", "JSONRPC"]),
+        .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
+        .testTarget(name: "OfferLoadKitTests", dependencies: ["OfferLoadKit"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

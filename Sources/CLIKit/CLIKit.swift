@@ -1,0 +1,4 @@
+// CLIKit: placeholder until its issue fills it.
+import Foundation
+
+enum CLIKitModule {}

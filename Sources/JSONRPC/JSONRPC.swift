@@ -1,0 +1,4 @@
+// JSONRPC: placeholder until its issue fills it.
+import Foundation
+
+enum JSONRPCModule {}

@@ -1,0 +1,4 @@
+// OfferCrypto: placeholder until its issue fills it.
+import Foundation
+
+enum OfferCryptoModule {}

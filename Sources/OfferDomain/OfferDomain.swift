@@ -1,0 +1,4 @@
+// OfferDomain: placeholder until its issue fills it.
+import Foundation
+
+enum OfferDomainModule {}

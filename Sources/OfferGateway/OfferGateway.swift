@@ -1,0 +1,4 @@
+// OfferGateway: placeholder until its issue fills it.
+import Foundation
+
+enum OfferGatewayModule {}

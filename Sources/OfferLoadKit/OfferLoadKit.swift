@@ -1,0 +1,4 @@
+// OfferLoadKit: placeholder until its issue fills it.
+import Foundation
+
+enum OfferLoadKitModule {}

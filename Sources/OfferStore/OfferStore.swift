@@ -1,0 +1,4 @@
+// OfferStore: placeholder until its issue fills it.
+import Foundation
+
+enum OfferStoreModule {}

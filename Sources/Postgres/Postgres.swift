@@ -1,0 +1,4 @@
+// Postgres: placeholder until its issue fills it.
+import Foundation
+
+enum PostgresModule {}

@@ -1,0 +1,1 @@
+print("offer-load: not yet")

@@ -1,0 +1,1 @@
+print("offergate: not yet")
