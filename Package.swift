@@ -39,6 +39,8 @@ let package = Package(
         .executableTarget(name: "offergate", dependencies: ["OfferGateway", "CLIKit"]),
         .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
+        // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
+        .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),
 
         // MARK: Tests (mirror the sources)
         .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),

@@ -1,0 +1,1 @@
+print("offer-bench: not yet")
