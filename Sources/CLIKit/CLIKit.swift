@@ -1,4 +1,0 @@
-// CLIKit: placeholder until its issue fills it.
-import Foundation
-
-enum CLIKitModule {}
