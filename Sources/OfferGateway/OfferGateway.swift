@@ -1,4 +1,0 @@
-// OfferGateway: placeholder until its issue fills it.
-import Foundation
-
-enum OfferGatewayModule {}
