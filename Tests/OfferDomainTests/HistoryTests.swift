@@ -212,6 +212,23 @@ struct HistoryTests {
         #expect(group.segment == segment)
     }
 
+    @Test("the latest transaction: by purchase date, then expiry, then transaction id")
+    func latestTieBreaks() {
+        // Same purchase instant (an upgrade): the later expiry carries the renewal state.
+        let upgrade = F.history(
+            [F.tx("b", "yearly", from: "2026-01-01", to: "2026-03-01", autoRenew: true),
+             F.tx("a", from: "2026-01-01", to: "2026-02-01", autoRenew: false)], at: "2026-04-01").group("g1")
+        #expect(upgrade.autoRenew == true)
+        #expect(upgrade.lapsedAt == day("2026-03-01"))
+        // Same purchase and expiry: the larger transaction id is the latest, whatever the input order.
+        for order in [["x", "y"], ["y", "x"]] {
+            let group = F.history(
+                order.map { F.tx($0, from: "2026-01-01", to: "2026-02-01", autoRenew: $0 == "y") }, at: "2026-04-01"
+            ).group("g1")
+            #expect(group.autoRenew == true)
+        }
+    }
+
     @Test("transactions default their original id and encode as JSON")
     func transactionDefaults() throws {
         let t = F.tx("t1", from: "2026-01-01", to: "2026-02-01")

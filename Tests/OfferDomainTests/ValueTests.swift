@@ -98,6 +98,11 @@ struct PeriodTests {
         #expect(parsed.monthsNormalised == Decimal(thirtieths) / 30)
     }
 
+    @Test("parse returns the period")
+    func parseThrowing() throws {
+        #expect(try SubscriptionPeriod.parse("P6M") == period("P6M"))
+    }
+
     @Test("months normalised per APPLE_OFFERS §4")
     func monthsNormalised() {
         #expect(period("P1M").monthsNormalised == 1)
