@@ -127,7 +127,8 @@ public enum Eligibility {
         let sinceLapse = CalendarMonths.between(lapsedAt, at)
         if sinceLapse < parameters.monthsSinceLapse.min { reasons.append(.lapsedTooRecently) }
         if sinceLapse > parameters.monthsSinceLapse.max { reasons.append(.lapsedTooLongAgo) }
-        if let wait = parameters.waitBetweenOffersMonths, let previousEnd = history.lastRedemptionEnd(ofOffer: offer.id),
+        if let wait = parameters.waitBetweenOffersMonths,
+            let previousEnd = history.lastRedemptionEnd(ofOffer: offer.id),
             CalendarMonths.between(previousEnd, at) < wait
         {
             reasons.append(.waitBetweenOffers)

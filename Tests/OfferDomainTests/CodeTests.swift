@@ -99,7 +99,8 @@ struct CodeTests {
     @Test(
         "invalid patterns",
         arguments: [
-            ("SPRING-###", "a pattern needs at least 4 # (random characters)"), ("", "a pattern needs at least 4 # (random characters)"),
+            ("SPRING-###", "a pattern needs at least 4 # (random characters)"),
+            ("", "a pattern needs at least 4 # (random characters)"),
             ("SPRING_####", "a pattern may contain only #, letters, digits, - and spaces"),
             ("ÉTÉ-####", "a pattern may contain only #, letters, digits, - and spaces"),
             (String(repeating: "#", count: 65), "codes may have at most 64 characters"),

@@ -191,7 +191,10 @@ struct HistoryTests {
     @Test("the active product is the one currently covering the instant")
     func activeProduct() {
         let group = F.history(
-            [F.tx("a", from: "2026-01-01", to: "2026-03-01"), F.tx("b", "yearly", from: "2026-02-15", to: "2027-02-15")],
+            [
+                F.tx("a", from: "2026-01-01", to: "2026-03-01"),
+                F.tx("b", "yearly", from: "2026-02-15", to: "2027-02-15"),
+            ],
             at: "2026-02-20"
         ).group("g1")
         #expect(group.activeProductId == "yearly")
