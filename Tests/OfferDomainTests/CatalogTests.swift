@@ -32,6 +32,69 @@ struct CatalogTests {
         #expect(decoded.offer("wb-monthly")?.winBack?.monthsSinceLapse.max == 24)
     }
 
+    static func json<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(type, from: Data(text.utf8))
+    }
+
+    @Test("API.md JSON shapes: flat money, win-back parameters on the offer")
+    func apiShapes() throws {
+        #expect(
+            try Self.json(Fixture.monthly)
+                == #"{"currency":"USD","groupId":"g1","id":"monthly","level":2,"period":"P1M","price":"4.99"}"#)
+        #expect(
+            try Self.json(Fixture.winBack("wb", minPaid: 3, lapse: (1, 6), wait: 2))
+                == #"{"currency":"USD","id":"wb","minPaidMonths":3,"monthsSinceLapse":{"max":6,"min":1},"#
+                + #""paymentMode":"payAsYouGo","period":"P1M","periodCount":3,"price":"1.99","productId":"monthly","#
+                + #""type":"winBack","waitBetweenOffersMonths":2}"#)
+        let promo = Offer(
+            id: "p", type: .promotional, productId: "monthly", paymentMode: .freeTrial, period: period("P1W"),
+            startsAt: day("2026-01-01"), endsAt: day("2026-02-01"), audience: [.lapsed, .atRisk])
+        #expect(
+            try Self.json(promo)
+                == #"{"audience":["atRisk","lapsed"],"endsAt":"2026-02-01T00:00:00Z","id":"p","#
+                + #""paymentMode":"freeTrial","period":"P1W","periodCount":1,"productId":"monthly","startsAt":"2026-01-01T00:00:00Z","#
+                + #""type":"promotional"}"#)
+        #expect(try Self.decode(Offer.self, Self.json(promo)) == promo)
+        let decoded = try Self.decode(
+            Offer.self,
+            #"{"id":"wb","type":"winBack","productId":"monthly","paymentMode":"payUpFront","period":"P3M","#
+                + #""price":"5","currency":"USD","minPaidMonths":6,"monthsSinceLapse":{"min":1,"max":12}}"#)
+        #expect(decoded.periodCount == 1)
+        #expect(decoded.price == usd("5"))
+        #expect(
+            decoded.winBack
+                == WinBackParameters(minPaidMonths: 6, monthsSinceLapse: .init(min: 1, max: 12),
+                    waitBetweenOffersMonths: nil))
+        #expect(try Self.decode(Product.self, Self.json(Fixture.yearly)) == Fixture.yearly)
+    }
+
+    @Test(
+        "API.md JSON shapes: bad money is a decoding error",
+        arguments: [
+            #"{"id":"o","type":"promotional","productId":"m","paymentMode":"payUpFront","period":"P1M","price":"1"}"#,
+            #"{"id":"o","type":"promotional","productId":"m","paymentMode":"payUpFront","period":"P1M","price":"1e3","#
+                + #""currency":"USD"}"#,
+            #"{"id":"m","groupId":"g","period":"P1M","price":"-1","currency":"USD","level":1}"#,
+        ])
+    func badMoney(text: String) {
+        #expect(throws: DecodingError.self) {
+            if text.contains("groupId") {
+                _ = try Self.decode(Product.self, text)
+            } else {
+                _ = try Self.decode(Offer.self, text)
+            }
+        }
+    }
+
     struct Case: Sendable, CustomTestStringConvertible {
         let name: String
         let groups: [SubscriptionGroup]
