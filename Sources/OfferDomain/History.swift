@@ -173,6 +173,10 @@ public struct GroupHistory: Sendable, Hashable, Codable {
 
 /// A customer's history in every group of a catalog, derived from transactions as of one instant.
 public struct CustomerHistory: Sendable, Hashable, Codable {
+    /// Apple retries billing for at most 60 days after expiry; a billing-retry flag older than that is stale (the
+    /// app never recorded the outcome) and the customer counts as expired.
+    public static let billingRetryLimit: TimeInterval = 60 * 86_400
+
     /// The instant the history describes.
     public var at: Date
     /// Per group id, for every group of the catalog.
@@ -226,7 +230,9 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
             state = .revoked
         } else if let grace = latest.gracePeriodExpiresDate, grace > at {
             state = .gracePeriod
-        } else if latest.inBillingRetry {
+        } else if latest.inBillingRetry,
+            at < latest.expiresDate.addingTimeInterval(CustomerHistory.billingRetryLimit)
+        {
             state = .billingRetry
         } else {
             state = .expired

@@ -61,8 +61,8 @@ struct CatalogTests {
         #expect(
             try Self.json(promo)
                 == #"{"audience":["atRisk","lapsed"],"endsAt":"2026-02-01T00:00:00Z","id":"p","#
-                + #""paymentMode":"freeTrial","period":"P1W","periodCount":1,"productId":"monthly","startsAt":"2026-01-01T00:00:00Z","#
-                + #""type":"promotional"}"#)
+                + #""paymentMode":"freeTrial","period":"P1W","periodCount":1,"productId":"monthly","#
+                + #""startsAt":"2026-01-01T00:00:00Z","type":"promotional"}"#)
         #expect(try Self.decode(Offer.self, Self.json(promo)) == promo)
         let decoded = try Self.decode(
             Offer.self,
