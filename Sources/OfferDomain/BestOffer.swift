@@ -1,0 +1,148 @@
+import Foundation
+
+/// The customer's saving from an offer, kept as an exact fraction `numerator / denominator` (denominator > 0) so
+/// savings of offers on products with different billing periods compare exactly (APPLE_OFFERS §4).
+public struct Saving: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Numerator, in the product's currency.
+    public let numerator: Decimal
+    /// Positive denominator (a product period in thirtieths of a month, or 1).
+    public let denominator: Decimal
+
+    /// The saving of `offer` against `product`'s regular price `P` per billing period `R`:
+    /// free trial of duration `D`: `P × D/R`; pay as you go at `p` for `n` periods of length `d`:
+    /// `(P × d/R − p) × n` (= `(P − p) × n` when `d = R`, as Apple requires); pay up front at `p` for `D`:
+    /// `P × D/R − p`. Durations are in thirtieths of a month (day 1, week 7, month 30, year 360).
+    public init(offer: Offer, product: Product) {
+        let regular = product.price.amount
+        let r = Decimal(product.period.thirtiethsOfMonth)
+        let d = Decimal(offer.period.thirtiethsOfMonth)
+        let n = Decimal(offer.periodCount)
+        let price = offer.price?.amount ?? 0
+        switch offer.paymentMode {
+        case .freeTrial:
+            numerator = regular * d * n
+        case .payAsYouGo:
+            numerator = (regular * d - price * r) * n
+        case .payUpFront:
+            numerator = regular * d * n - price * r
+        }
+        denominator = r
+    }
+
+    /// The saving as a decimal, rounded half-even to 6 fraction digits (for display and JSON only).
+    public var amount: Decimal {
+        var quotient = numerator / denominator
+        var rounded = Decimal()
+        NSDecimalRound(&rounded, &quotient, 6, .bankers)
+        return rounded
+    }
+
+    /// `amount` as a plain string.
+    public var description: String {
+        var value = amount
+        return NSDecimalString(&value, Locale(identifier: "en_US_POSIX"))
+    }
+
+    /// Exact comparison by cross-multiplication.
+    public static func < (lhs: Saving, rhs: Saving) -> Bool {
+        lhs.numerator * rhs.denominator < rhs.numerator * lhs.denominator
+    }
+
+    /// Exact equality by cross-multiplication.
+    public static func == (lhs: Saving, rhs: Saving) -> Bool {
+        lhs.numerator * rhs.denominator == rhs.numerator * lhs.denominator
+    }
+
+    /// Consistent with `==`: hashes the reduced amount.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(amount)
+    }
+}
+
+/// One offer considered by ``BestOffer/choose(scope:catalog:history:at:)``.
+public struct ConsideredOffer: Sendable, Hashable {
+    /// The offer.
+    public var offer: Offer
+    /// Its product.
+    public var product: Product
+    /// The eligibility decision.
+    public var verdict: EligibilityVerdict
+    /// The customer's saving.
+    public var saving: Saving
+    /// 1 = the winner, 2, 3… for the other eligible offers; `nil` for ineligible offers (JSON `null`).
+    public var rank: Int?
+}
+
+/// The outcome of a best-offer decision (`offers.best`).
+public struct BestOfferResult: Sendable, Hashable {
+    /// The winner, if any offer is eligible (`considered.first` when its rank is 1).
+    public var winner: ConsideredOffer?
+    /// Every non-code offer in scope: eligible offers by rank, then ineligible ones by type priority
+    /// (win-back, promotional, introductory) and offer id.
+    public var considered: [ConsideredOffer]
+}
+
+/// Chooses the best offer for a customer (APPLE_OFFERS §4).
+public enum BestOffer {
+    /// Which offers compete.
+    public enum Scope: Sendable, Hashable {
+        /// Offers of one product.
+        case product(String)
+        /// Offers of every product of one group.
+        case group(String)
+    }
+
+    /// Ranks every non-code offer in `scope`: among eligible offers, win-back beats promotional beats
+    /// introductory; within a type the larger saving wins; ties go to the smaller offer id (byte order).
+    /// - Throws: `unknown_product` (field `productId`) or `unknown_group` (field `groupId`).
+    public static func choose(scope: Scope, catalog: Catalog, history: CustomerHistory, at: Date)
+        throws(OfferDomainError) -> BestOfferResult
+    {
+        let products: [Product]
+        switch scope {
+        case .product(let id):
+            guard let product = catalog.product(id) else {
+                throw OfferDomainError(.unknownProduct, field: "productId", "unknown product \(id)")
+            }
+            products = [product]
+        case .group(let id):
+            guard catalog.group(id) != nil else {
+                throw OfferDomainError(.unknownGroup, field: "groupId", "unknown group \(id)")
+            }
+            products = catalog.products(inGroup: id)
+        }
+        var candidates: [ConsideredOffer] = []
+        for product in products {
+            let group = history.group(product.groupId)
+            for offer in catalog.offers(forProduct: product.id) where offer.type != .code {
+                candidates.append(
+                    ConsideredOffer(
+                        offer: offer, product: product,
+                        verdict: Eligibility.evaluate(offer: offer, history: group, at: at),
+                        saving: Saving(offer: offer, product: product), rank: nil))
+            }
+        }
+        let ordered = candidates.sorted(by: isOrderedBefore)
+        var considered: [ConsideredOffer] = []
+        considered.reserveCapacity(ordered.count)
+        var rank = 0
+        for var candidate in ordered {
+            if candidate.verdict.eligible {
+                rank += 1
+                candidate.rank = rank
+            }
+            considered.append(candidate)
+        }
+        return BestOfferResult(winner: considered.first { $0.rank == 1 }, considered: considered)
+    }
+
+    /// The total order: eligible first, then type priority, then larger saving (eligible only), then offer id.
+    static func isOrderedBefore(_ lhs: ConsideredOffer, _ rhs: ConsideredOffer) -> Bool {
+        if lhs.verdict.eligible != rhs.verdict.eligible { return lhs.verdict.eligible }
+        if lhs.offer.type.bestOfferPriority != rhs.offer.type.bestOfferPriority {
+            return lhs.offer.type.bestOfferPriority > rhs.offer.type.bestOfferPriority
+        }
+        if lhs.verdict.eligible && lhs.saving != rhs.saving { return lhs.saving > rhs.saving }
+        return lhs.offer.id.utf8.lexicographicallyPrecedes(rhs.offer.id.utf8)
+    }
+}

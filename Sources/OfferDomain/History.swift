@@ -1,0 +1,287 @@
+import Foundation
+
+/// One transaction of a customer as the App Store reported it (fields mirror `subscriptions.record`).
+public struct Transaction: Sendable, Hashable, Codable {
+    /// Apple's transaction id.
+    public var transactionId: String
+    /// Apple's original transaction id (the first purchase of this subscription chain).
+    public var originalTransactionId: String
+    /// The product bought.
+    public var productId: String
+    /// Start of the period this transaction pays for.
+    public var purchaseDate: Date
+    /// End of that period. A subscription whose `expiresDate == at` is expired at `at`.
+    public var expiresDate: Date
+    /// Offer redeemed with this transaction, if any.
+    public var offerType: OfferType?
+    /// Offer id redeemed, if any.
+    public var offerId: String?
+    /// Apple's `offerDiscountType`, when known; otherwise the payment mode is looked up from `offerId` in the
+    /// catalog.
+    public var offerPaymentMode: PaymentMode?
+    /// Renewal info: auto-renew on.
+    public var autoRenew: Bool
+    /// Renewal info: in the billing retry period.
+    public var inBillingRetry: Bool
+    /// Renewal info: end of the billing grace period, if in one.
+    public var gracePeriodExpiresDate: Date?
+    /// When the App Store revoked (refunded) this transaction, if it did.
+    public var revocationDate: Date?
+
+    /// Creates a transaction; `originalTransactionId` defaults to `transactionId`.
+    public init(
+        transactionId: String, originalTransactionId: String? = nil, productId: String, purchaseDate: Date,
+        expiresDate: Date, offerType: OfferType? = nil, offerId: String? = nil, offerPaymentMode: PaymentMode? = nil,
+        autoRenew: Bool = true, inBillingRetry: Bool = false, gracePeriodExpiresDate: Date? = nil,
+        revocationDate: Date? = nil
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId ?? transactionId
+        self.productId = productId
+        self.purchaseDate = purchaseDate
+        self.expiresDate = expiresDate
+        self.offerType = offerType
+        self.offerId = offerId
+        self.offerPaymentMode = offerPaymentMode
+        self.autoRenew = autoRenew
+        self.inBillingRetry = inBillingRetry
+        self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        self.revocationDate = revocationDate
+    }
+
+    /// Whether the transaction is revoked as of `at` (a revocation dated after `at` is not yet known).
+    public func isRevoked(at: Date) -> Bool {
+        guard let revocationDate else { return false }
+        return revocationDate <= at
+    }
+
+    /// When the entitlement this transaction grants ends as of `at`: the expiry, or the revocation if earlier.
+    public func effectiveEnd(at: Date) -> Date {
+        if let revocationDate, revocationDate <= at {
+            return min(expiresDate, max(revocationDate, purchaseDate))
+        }
+        return expiresDate
+    }
+}
+
+/// A customer's state in one subscription group at one instant (as in `customers.get`).
+public enum GroupState: String, Sendable, Hashable, Codable, CaseIterable {
+    /// No transaction in the group.
+    case never
+    /// An unexpired, unrevoked transaction covers the instant.
+    case active
+    /// Expired, and the App Store is retrying billing.
+    case billingRetry
+    /// Expired, billing failed, but inside the billing grace period (service continues).
+    case gracePeriod
+    /// Lapsed: the latest expiry is past (or equal to the instant), no retry, no grace.
+    case expired
+    /// The latest transaction was revoked (refunded) and nothing is active.
+    case revoked
+
+    /// Whether the customer has access or is being retried (active, billing retry, grace period).
+    public var isSubscribed: Bool {
+        self == .active || self == .billingRetry || self == .gracePeriod
+    }
+
+    /// Whether the customer lapsed (expired or revoked).
+    public var isLapsed: Bool { self == .expired || self == .revoked }
+}
+
+/// One redemption of a win-back offer (consecutive transactions with the same offer id are one redemption).
+public struct WinBackRedemption: Sendable, Hashable, Codable {
+    /// The win-back offer id.
+    public var offerId: String
+    /// When the redemption started.
+    public var startedAt: Date
+    /// When its discounted time ended (expiry, or revocation if earlier).
+    public var endedAt: Date
+
+    /// Creates a redemption record.
+    public init(offerId: String, startedAt: Date, endedAt: Date) {
+        self.offerId = offerId
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+    }
+}
+
+/// What a customer's transactions say about one subscription group, as of one instant.
+public struct GroupHistory: Sendable, Hashable, Codable {
+    /// The group.
+    public var groupId: String
+    /// The state at the instant.
+    public var state: GroupState
+    /// Auto-renew flag of the latest transaction (`nil` when `never`).
+    public var autoRenew: Bool?
+    /// The product of the transaction that is active now, if any.
+    public var activeProductId: String?
+    /// First purchase in the group.
+    public var firstPurchaseDate: Date?
+    /// Latest `expiresDate` in the group.
+    public var lastExpiresDate: Date?
+    /// When the customer lapsed (latest effective end), for `expired`/`revoked` only.
+    public var lapsedAt: Date?
+    /// Paid tenure in whole calendar months: non-revoked, non-free-trial time up to the instant, over merged
+    /// intervals (overlaps count once), each merged stretch rounded down.
+    public var paidMonths: Int
+    /// Whether an introductory offer was ever redeemed in the group (on any product, revoked or not).
+    public var introOfferUsed: Bool
+    /// Win-back redemptions, oldest first.
+    public var winBackRedemptions: [WinBackRedemption]
+
+    /// A history with no transactions.
+    public static func never(groupId: String) -> GroupHistory {
+        GroupHistory(
+            groupId: groupId, state: .never, autoRenew: nil, activeProductId: nil, firstPurchaseDate: nil,
+            lastExpiresDate: nil, lapsedAt: nil, paidMonths: 0, introOfferUsed: false, winBackRedemptions: [])
+    }
+
+    /// Creates a history from its parts (normally use ``CustomerHistory/derive(transactions:catalog:at:)``).
+    public init(
+        groupId: String, state: GroupState, autoRenew: Bool?, activeProductId: String?, firstPurchaseDate: Date?,
+        lastExpiresDate: Date?, lapsedAt: Date?, paidMonths: Int, introOfferUsed: Bool,
+        winBackRedemptions: [WinBackRedemption]
+    ) {
+        self.groupId = groupId
+        self.state = state
+        self.autoRenew = autoRenew
+        self.activeProductId = activeProductId
+        self.firstPurchaseDate = firstPurchaseDate
+        self.lastExpiresDate = lastExpiresDate
+        self.lapsedAt = lapsedAt
+        self.paidMonths = paidMonths
+        self.introOfferUsed = introOfferUsed
+        self.winBackRedemptions = winBackRedemptions
+    }
+
+    /// The promotional segment: `active` / `atRisk` (active with auto-renew off) / `billingRetry` (incl. grace
+    /// period) / `lapsed` (expired or revoked); `nil` when `never`.
+    public var segment: PromotionalAudience? {
+        switch state {
+        case .never: nil
+        case .active: autoRenew == false ? .atRisk : .active
+        case .billingRetry, .gracePeriod: .billingRetry
+        case .expired, .revoked: .lapsed
+        }
+    }
+
+    /// End of the latest redemption of a given win-back offer.
+    public func lastRedemptionEnd(ofOffer offerId: String) -> Date? {
+        winBackRedemptions.filter { $0.offerId == offerId }.map(\.endedAt).max()
+    }
+}
+
+/// A customer's history in every group of a catalog, derived from transactions as of one instant.
+public struct CustomerHistory: Sendable, Hashable, Codable {
+    /// Apple retries billing for at most 60 days after expiry; a billing-retry flag older than that is stale (the
+    /// app never recorded the outcome) and the customer counts as expired.
+    public static let billingRetryLimit: TimeInterval = 60 * 86_400
+
+    /// The instant the history describes.
+    public var at: Date
+    /// Per group id, for every group of the catalog.
+    public var groups: [String: GroupHistory]
+    /// Transactions ignored because their product is not in the catalog (ids, sorted).
+    public var ignoredTransactionIds: [String]
+
+    /// The history of a group (a `never` history for a group the catalog doesn't know).
+    public func group(_ groupId: String) -> GroupHistory {
+        groups[groupId] ?? .never(groupId: groupId)
+    }
+
+    /// Derives each group's history from recorded transactions, as of `at`.
+    ///
+    /// Transactions purchased after `at` and revocations dated after `at` are ignored, so the same inputs give
+    /// the same answer whenever they are evaluated.
+    public static func derive(transactions: [Transaction], catalog: Catalog, at: Date) -> CustomerHistory {
+        var byGroup: [String: [Transaction]] = [:]
+        var ignored: [String] = []
+        for transaction in transactions where transaction.purchaseDate <= at {
+            guard let groupId = catalog.groupId(ofProduct: transaction.productId) else {
+                ignored.append(transaction.transactionId)
+                continue
+            }
+            byGroup[groupId, default: []].append(transaction)
+        }
+        var groups: [String: GroupHistory] = [:]
+        for group in catalog.groups {
+            groups[group.id] = groupHistory(
+                groupId: group.id, transactions: byGroup[group.id] ?? [], catalog: catalog, at: at)
+        }
+        return CustomerHistory(at: at, groups: groups, ignoredTransactionIds: ignored.sorted())
+    }
+
+    static func groupHistory(groupId: String, transactions: [Transaction], catalog: Catalog, at: Date)
+        -> GroupHistory
+    {
+        let sorted = transactions.sorted { lhs, rhs in
+            if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
+            if lhs.expiresDate != rhs.expiresDate { return lhs.expiresDate < rhs.expiresDate }
+            return lhs.transactionId < rhs.transactionId
+        }
+        guard let latest = sorted.last, let first = sorted.first else { return .never(groupId: groupId) }
+
+        let current = sorted.filter { $0.purchaseDate <= at && at < $0.effectiveEnd(at: at) }
+            .max { $0.effectiveEnd(at: at) < $1.effectiveEnd(at: at) }
+        let state: GroupState
+        if current != nil {
+            state = .active
+        } else if latest.isRevoked(at: at) {
+            state = .revoked
+        } else if let grace = latest.gracePeriodExpiresDate, grace > at {
+            state = .gracePeriod
+        } else if latest.inBillingRetry,
+            at < latest.expiresDate.addingTimeInterval(CustomerHistory.billingRetryLimit)
+        {
+            state = .billingRetry
+        } else {
+            state = .expired
+        }
+        let lastEnd = sorted.map { $0.effectiveEnd(at: at) }.max()
+        return GroupHistory(
+            groupId: groupId, state: state, autoRenew: latest.autoRenew, activeProductId: current?.productId,
+            firstPurchaseDate: first.purchaseDate, lastExpiresDate: sorted.map(\.expiresDate).max(),
+            lapsedAt: state.isLapsed ? lastEnd : nil,
+            paidMonths: paidMonths(sorted, catalog: catalog, at: at),
+            introOfferUsed: sorted.contains { $0.offerType == .introductory },
+            winBackRedemptions: winBackRedemptions(sorted, at: at))
+    }
+
+    static func isFreeTrial(_ transaction: Transaction, catalog: Catalog) -> Bool {
+        if let mode = transaction.offerPaymentMode { return mode == .freeTrial }
+        guard transaction.offerType != nil, let offerId = transaction.offerId else { return false }
+        return catalog.offer(offerId)?.paymentMode == .freeTrial
+    }
+
+    static func paidMonths(_ sorted: [Transaction], catalog: Catalog, at: Date) -> Int {
+        var intervals: [(start: Date, end: Date)] = []
+        for transaction in sorted where !isFreeTrial(transaction, catalog: catalog) {
+            let end = min(transaction.effectiveEnd(at: at), at)
+            if end > transaction.purchaseDate { intervals.append((transaction.purchaseDate, end)) }
+        }
+        intervals.sort { $0.start < $1.start }
+        var merged: [(start: Date, end: Date)] = []
+        for interval in intervals {
+            if let last = merged.last, interval.start <= last.end {
+                merged[merged.count - 1].end = max(last.end, interval.end)
+            } else {
+                merged.append(interval)
+            }
+        }
+        return merged.reduce(0) { $0 + CalendarMonths.between($1.start, $1.end) }
+    }
+
+    static func winBackRedemptions(_ sorted: [Transaction], at: Date) -> [WinBackRedemption] {
+        var result: [WinBackRedemption] = []
+        for transaction in sorted where transaction.offerType == .winBack {
+            guard let offerId = transaction.offerId else { continue }
+            let end = transaction.effectiveEnd(at: at)
+            if let last = result.last, last.offerId == offerId, transaction.purchaseDate <= last.endedAt {
+                result[result.count - 1].endedAt = max(last.endedAt, end)
+            } else {
+                result.append(WinBackRedemption(offerId: offerId, startedAt: transaction.purchaseDate, endedAt: end))
+            }
+        }
+        return result
+    }
+}

@@ -1,4 +1,0 @@
-// OfferDomain: placeholder until its issue fills it.
-import Foundation
-
-enum OfferDomainModule {}
