@@ -1,4 +1,0 @@
-// JSONRPC: placeholder until its issue fills it.
-import Foundation
-
-enum JSONRPCModule {}
