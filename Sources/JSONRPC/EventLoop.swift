@@ -37,6 +37,9 @@ final class Channel {
     var readInterest: UInt32 = 0
     var writeInterest: UInt32 = 0
     var registeredWriteFD = false
+    /// The write side was shut down by `finishWriting` (pipes: the write fd is already closed).
+    var writeShutdown = false
+    var shutdownWriteWhenFlushed = false
 
     static let highWater = 4 << 20
 
@@ -276,7 +279,7 @@ final class EventLoop: @unchecked Sendable {
     func updateInterest(_ channel: Channel) {
         guard !channel.closed else { return }
         let wantRead: UInt32 = channel.wantsRead ? (Epoll.IN | (channel.isSocket ? Epoll.RDHUP : 0)) : 0
-        let wantWrite: UInt32 = channel.pendingOut > 0 ? Epoll.OUT : 0
+        let wantWrite: UInt32 = channel.pendingOut > 0 && !channel.writeShutdown ? Epoll.OUT : 0
         if channel.readFD == channel.writeFD {
             let want = wantRead | wantWrite
             if want != channel.readInterest | channel.writeInterest {
@@ -289,7 +292,7 @@ final class EventLoop: @unchecked Sendable {
                 channel.readInterest = wantRead
                 ctl(Epoll.ctlMod, channel.readFD, events: wantRead, data: channel.id << 1)
             }
-            if wantWrite != channel.writeInterest {
+            if channel.registeredWriteFD && wantWrite != channel.writeInterest {
                 channel.writeInterest = wantWrite
                 ctl(Epoll.ctlMod, channel.writeFD, events: wantWrite, data: channel.id << 1 | 1)
             }
@@ -358,8 +361,21 @@ final class EventLoop: @unchecked Sendable {
         if !channel.closed { updateInterest(channel) }
     }
 
+    /// Half-closes the write side once queued bytes are written (socket: shutdown(SHUT_WR); pipe: close).
+    func shutdownWrite(_ channel: Channel) {
+        guard !channel.closed, !channel.writeShutdown else { return }
+        channel.writeShutdown = true
+        if channel.isSocket {
+            shutdown(channel.writeFD, Int32(SHUT_WR))
+        } else {
+            if channel.registeredWriteFD { ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0) }
+            channel.registeredWriteFD = false
+            close(channel.writeFD)
+        }
+    }
+
     func flush(_ channel: Channel) {
-        while channel.pendingOut > 0 && !channel.closed {
+        while channel.pendingOut > 0 && !channel.closed && !channel.writeShutdown {
             let n = channel.out.withUnsafeBytes { raw -> Int in
                 let base = raw.baseAddress! + channel.outOffset
                 if channel.isSocket { return send(channel.writeFD, base, channel.pendingOut, Int32(MSG_NOSIGNAL)) }
@@ -380,6 +396,7 @@ final class EventLoop: @unchecked Sendable {
         if channel.pendingOut == 0 {
             channel.out.removeAll(keepingCapacity: channel.out.count <= 65_536)
             channel.outOffset = 0
+            if channel.shutdownWriteWhenFlushed { shutdownWrite(channel) }
             closeIfDone(channel, reason: channel.draining ? "drained" : "peer_closed")
         }
     }
@@ -418,7 +435,7 @@ final class EventLoop: @unchecked Sendable {
         ctl(Epoll.ctlDel, channel.readFD, events: 0, data: 0)
         if channel.registeredWriteFD { ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0) }
         close(channel.readFD)
-        if channel.writeFD != channel.readFD { close(channel.writeFD) }
+        if channel.writeFD != channel.readFD && !channel.writeShutdown { close(channel.writeFD) }
         channels.removeValue(forKey: channel.id)
         let handler = channel.handler
         channel.handler = nil

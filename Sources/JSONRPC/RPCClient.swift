@@ -190,11 +190,16 @@ public final class RPCClient: Sendable {
         return try JSONParsing.parse(line, maxDepth: configuration.maxNestingDepth)
     }
 
-    /// Half-closes the write side (sockets only): the server sees EOF, finishes in-flight requests, and closes.
+    /// Half-closes the write side after what was sent so far (socket: shutdown(SHUT_WR); pipe: closes the write
+    /// end): the server sees EOF, finishes in-flight requests, answers them, and closes. Responses still arrive.
     public func finishWriting() {
         loop.execute { [loop, channelID] in
             guard let channel = loop.channels[channelID] else { return }
-            if channel.isSocket { shutdown(channel.writeFD, Int32(SHUT_WR)) }
+            if channel.pendingOut == 0 {
+                loop.shutdownWrite(channel)
+            } else {
+                channel.shutdownWriteWhenFlushed = true
+            }
         }
     }
 
