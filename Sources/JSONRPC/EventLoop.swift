@@ -66,6 +66,8 @@ final class EventLoop: @unchecked Sendable {
     struct Inbox {
         var work: [@Sendable () -> Void] = []
         var wakePending = false
+        /// The loop has exited: further work is dropped (e.g. responses of requests that outlived shutdown).
+        var closed = false
     }
 
     final class Listener {
@@ -73,6 +75,7 @@ final class EventLoop: @unchecked Sendable {
         let fd: Int32
         let address: ListenAddress
         let accept: (Int32) -> Void
+        var onError: ((String) -> Void)?
         init(id: UInt64, fd: Int32, address: ListenAddress, accept: @escaping (Int32) -> Void) {
             self.id = id
             self.fd = fd
@@ -92,6 +95,7 @@ final class EventLoop: @unchecked Sendable {
     // Loop-thread state.
     var channels: [UInt64: Channel] = [:]
     var listeners: [UInt64: Listener] = [:]
+    var pausedListeners: [UInt64] = []
     var nextID: UInt64 = 1
     var running = true
     var onExit: [() -> Void] = []
@@ -139,6 +143,7 @@ final class EventLoop: @unchecked Sendable {
     /// Runs `work` on the loop thread, soon.
     func execute(_ work: @escaping @Sendable () -> Void) {
         let wake = inbox.withLock { inbox -> Bool in
+            if inbox.closed { return false }
             inbox.work.append(work)
             if inbox.wakePending { return false }
             inbox.wakePending = true
@@ -196,8 +201,16 @@ final class EventLoop: @unchecked Sendable {
             if now - lastTick >= 0.25 {
                 lastTick = now
                 idleScan(now: now)
+                for id in pausedListeners {
+                    if let listener = listeners[id] { ctl(Epoll.ctlMod, listener.fd, events: Epoll.IN, data: id << 1) }
+                }
+                pausedListeners.removeAll()
                 for tick in tickHandlers { tick() }
             }
+        }
+        inbox.withLock {
+            $0.closed = true
+            $0.work = []
         }
         for channel in Array(channels.values) { closeChannel(channel, reason: "loop_stopped") }
         for listener in Array(listeners.values) { removeListener(listener.id) }
@@ -248,7 +261,15 @@ final class EventLoop: @unchecked Sendable {
     func acceptAll(_ listener: Listener) {
         for _ in 0..<64 {
             let fd = Glibc.accept(listener.fd, nil, nil)
-            if fd < 0 { return }  // EAGAIN, or EMFILE: try again on the next readiness
+            if fd < 0 {
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    // Out of descriptors: stop polling this listener until the next tick instead of spinning.
+                    ctl(Epoll.ctlMod, listener.fd, events: 0, data: listener.id << 1)
+                    pausedListeners.append(listener.id)
+                    listener.onError?("accept_failed_emfile")
+                }
+                return
+            }
             SocketAddress.setNonBlocking(fd)
             SocketAddress.setCloseOnExec(fd)
             if case .tcp = listener.address {

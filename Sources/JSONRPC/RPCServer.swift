@@ -58,6 +58,8 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
             let id = self.loop.addListener(fd: fd, address: bound) { [self] clientFD in
                 self.accepted(clientFD, via: bound)
             }
+            let logger = self.configuration.logger
+            self.loop.listeners[id]?.onError = { reason in logger?(.refused(bound, reason: reason)) }
             self.loopState.listenerIDs.append(id)
         }
         configuration.logger?(.listening(bound))
