@@ -94,6 +94,16 @@ enum SocketAddress {
                         close(fd)
                         throw JSONRPCError(.invalidAddress, "path exists and is not a socket")
                     }
+                    // A live server still answers on it: refuse instead of stealing its address.
+                    let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                    if probe >= 0 {
+                        let live = Glibc.connect(probe, sa, len) == 0
+                        close(probe)
+                        if live {
+                            close(fd)
+                            throw JSONRPCError(.invalidAddress, "socket is in use by a running server", errno: EADDRINUSE)
+                        }
+                    }
                     unlink(path)
                 }
             } else {

@@ -7,10 +7,17 @@ import Glibc
 
 /// A queue of outgoing frames drained by a dedicated thread with blocking `write(2)`.
 final class BlockingWriter: Sendable {
+    struct State {
+        var queue: [UInt8] = []
+        var closing = false
+        var failed = false
+        var exited = false
+        var callbacks: [@Sendable () -> Void] = []
+    }
+
     let fd: Int32
-    let state = Mutex<(queue: [UInt8], closing: Bool, failed: Bool)>(([], false, false))
+    let state = Mutex(State())
     let signal = DispatchSemaphore(value: 0)
-    let done = DispatchSemaphore(value: 0)
 
     init(fd: Int32, name: String) {
         self.fd = fd
@@ -29,11 +36,16 @@ final class BlockingWriter: Sendable {
         if wasEmpty { signal.signal() }
     }
 
-    /// Flushes what is queued, stops the thread, and waits for it (call from a non-pool thread).
-    func finishAndWait() {
-        state.withLock { $0.closing = true }
-        signal.signal()
-        done.wait()
+    /// Flushes what is queued, stops the thread, then calls `callback` (at once if it already stopped).
+    /// Frames enqueued after this are dropped. May be called more than once.
+    func finish(then callback: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { s -> Bool in
+            if s.exited { return true }
+            s.closing = true
+            s.callbacks.append(callback)
+            return false
+        }
+        if runNow { callback() } else { signal.signal() }
     }
 
     func run() {
@@ -47,7 +59,12 @@ final class BlockingWriter: Sendable {
                 }
                 if chunk.isEmpty {
                     if closing {
-                        done.signal()
+                        let callbacks = state.withLock { s -> [@Sendable () -> Void] in
+                            s.exited = true
+                            defer { s.callbacks = [] }
+                            return s.callbacks
+                        }
+                        for callback in callbacks { callback() }
                         return
                     }
                     break
@@ -109,7 +126,7 @@ extension RPCServer {
                 if state.finished { return true }
                 state.stdioStops.append {
                     stopping.store(true, ordering: .relaxed)
-                    finish()
+                    writer.finish(then: finish)
                 }
                 return false
             }
@@ -141,10 +158,11 @@ extension RPCServer {
                     }
                 }
                 group.wait()
-                writer.finishAndWait()
-                dispatcher.closed()
-                logger?(.closed(info, reason: "eof"))
-                finish()
+                writer.finish {
+                    dispatcher.closed()
+                    logger?(.closed(info, reason: stopping.load(ordering: .relaxed) ? "shutdown" : "eof"))
+                    finish()
+                }
             }
             reader.name = "jsonrpc-stdio-reader"
             reader.start()
