@@ -22,6 +22,8 @@ public struct JSONRPCError: Error, Sendable, Hashable, CustomStringConvertible {
         case protocolViolation = "protocol_violation"
         /// The server is shutting down or not running.
         case notRunning = "not_running"
+        /// No answer within the caller's timeout.
+        case timeout = "timeout"
     }
 
     /// What went wrong.

@@ -76,6 +76,34 @@ public final class RPCClient: Sendable {
         return try await attach(readFD: readFD, writeFD: writeFD, isSocket: false, configuration: configuration)
     }
 
+    /// Speaks over two `FileHandle`s, e.g. `(process.standardOutput as! Pipe).fileHandleForReading` and
+    /// `(process.standardInput as! Pipe).fileHandleForWriting`. The descriptors are duplicated, so the handles
+    /// keep theirs (close the write handle yourself only after `close()`/`finishWriting()`).
+    public static func attach(reading: FileHandle, writing: FileHandle, configuration: RPCClientConfiguration = .init())
+        async throws -> RPCClient
+    {
+        let readFD = dup(reading.fileDescriptor)
+        let writeFD = dup(writing.fileDescriptor)
+        guard readFD >= 0, writeFD >= 0 else {
+            if readFD >= 0 { Glibc.close(readFD) }
+            if writeFD >= 0 { Glibc.close(writeFD) }
+            throw SocketAddress.systemError("dup(2)")
+        }
+        SocketAddress.setCloseOnExec(readFD)
+        SocketAddress.setCloseOnExec(writeFD)
+        return try await attach(readFD: readFD, writeFD: writeFD, configuration: configuration)
+    }
+
+    /// Closes the connection when the last reference goes away.
+    deinit {
+        let loop = self.loop
+        let id = self.channelID
+        loop.execute {
+            guard let channel = loop.channels[id] else { return }
+            loop.closeChannel(channel, reason: "client_released")
+        }
+    }
+
     static func attach(readFD: Int32, writeFD: Int32, isSocket: Bool, configuration: RPCClientConfiguration)
         async throws -> RPCClient
     {
@@ -109,8 +137,27 @@ public final class RPCClient: Sendable {
     }
 
     /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
+    /// (`.connectionClosed`) if the connection closes first, or `.timeout` after `timeout` (the late answer, if
+    /// any, is then ignored).
+    public func call(method: String, params: JSONValue? = nil, timeout: Duration) async throws -> JSONValue {
+        let idBox = Mutex<Int64?>(nil)
+        let timer = Task { [self] in
+            try await Task.sleep(for: timeout)
+            guard let id = idBox.withLock({ $0 }) else { return }
+            let continuation = self.state.withLock { $0.pending.removeValue(forKey: id) }
+            continuation?.resume(throwing: JSONRPCError(.timeout, "no response within \(timeout)"))
+        }
+        defer { timer.cancel() }
+        return try await call(method: method, params: params, idSink: { id in idBox.withLock { $0 = id } })
+    }
+
+    /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
     /// (`.connectionClosed`) if the connection closes first.
     public func call(method: String, params: JSONValue? = nil) async throws -> JSONValue {
+        try await call(method: method, params: params, idSink: nil)
+    }
+
+    func call(method: String, params: JSONValue?, idSink: (@Sendable (Int64) -> Void)?) async throws -> JSONValue {
         try await withCheckedThrowingContinuation { continuation in
             let id = state.withLock { s -> Int64? in
                 if s.closed { return nil }
@@ -123,6 +170,7 @@ public final class RPCClient: Sendable {
                 continuation.resume(throwing: JSONRPCError(.connectionClosed, "connection is closed"))
                 return
             }
+            idSink?(id)
             var bytes = JSONSerializer.serialize(RPCRequest(method: method, params: params, id: .int(id)).json)
             bytes.append(0x0A)
             send(bytes)
@@ -278,9 +326,14 @@ public final class RPCClient: Sendable {
     }
 }
 
-/// Holds the client for the loop-side handler until it exists (set once, right after registration).
+/// Points the loop-side handler at its client (weakly, so dropping the last reference closes the connection).
 final class ClientBox: Sendable {
-    let state = Mutex<(client: RPCClient?, closedEarly: Bool)>((nil, false))
+    struct Ref {
+        weak var client: RPCClient?
+        var closedEarly = false
+    }
+
+    let state = Mutex(Ref())
 
     func set(_ client: RPCClient) {
         let closedEarly = state.withLock { s -> Bool in
