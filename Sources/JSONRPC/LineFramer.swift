@@ -1,4 +1,7 @@
 // Newline-delimited framing as a small state machine (no IO).
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Splits a byte stream into `\n`-terminated frames with a size limit.
 ///
@@ -59,12 +62,10 @@ public struct LineFramer: Sendable {
         }
         while true {
             let newline: Int? = buffer.withUnsafeBufferPointer { b in
-                var i = scanned
-                while i < b.count {
-                    if b[i] == 0x0A { return i }
-                    i += 1
-                }
-                return nil
+                guard scanned < b.count, let base = b.baseAddress,
+                    let hit = memchr(base + scanned, 0x0A, b.count - scanned)
+                else { return nil }
+                return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
             }
             guard let newline else {
                 scanned = buffer.count

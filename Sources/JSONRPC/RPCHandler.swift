@@ -168,10 +168,10 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     func process(_ frame: [UInt8]) async -> [UInt8]? {
         switch RPCInbound.classify(frame, maxDepth: maxDepth) {
         case .reject(let response):
-            return Self.frame(response.json)
+            return Self.frame(response)
         case .single(let entry):
             guard let response = await run(entry) else { return nil }
-            return Self.frame(response.json)
+            return Self.frame(response)
         case .batch(let entries):
             let responses = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
                 for (index, entry) in entries.enumerated() {
@@ -182,7 +182,14 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
                 return collected.compactMap { $0 }
             }
             if responses.isEmpty { return nil }
-            return Self.frame(.array(responses.map(\.json)))
+            var bytes: [UInt8] = [UInt8(ascii: "[")]
+            for (index, response) in responses.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                response.append(to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+            bytes.append(0x0A)
+            return bytes
         }
     }
 
@@ -198,10 +205,10 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
         }
     }
 
-    static func frame(_ value: JSONValue) -> [UInt8] {
+    static func frame(_ response: RPCResponse) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(96)
-        JSONSerializer.append(value, to: &bytes)
+        response.append(to: &bytes)
         bytes.append(0x0A)
         return bytes
     }

@@ -129,6 +129,21 @@ public struct RPCResponse: Sendable, Hashable {
         return .object(object)
     }
 
+    /// Appends the compact JSON of the response (same bytes as serializing `json`, without building it).
+    public func append(to out: inout [UInt8]) {
+        switch result {
+        case .success(let value):
+            JSONSerializer.appendASCII("{\"jsonrpc\":\"2.0\",\"result\":", to: &out)
+            JSONSerializer.append(value, to: &out)
+        case .failure(let error):
+            JSONSerializer.appendASCII("{\"jsonrpc\":\"2.0\",\"error\":", to: &out)
+            JSONSerializer.append(error.json, to: &out)
+        }
+        JSONSerializer.appendASCII(",\"id\":", to: &out)
+        JSONSerializer.append(id.json, to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
     /// Reads a response object; `nil` if `value` is not one.
     public init?(json value: JSONValue) {
         guard case .object(let object) = value, object["jsonrpc"] == .string("2.0"),

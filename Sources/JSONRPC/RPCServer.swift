@@ -124,8 +124,8 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
 
     func accepted(_ fd: Int32, via address: ListenAddress) {
         if loopState.shuttingDown || connections.load(ordering: .relaxed) >= configuration.maxConnections {
-            close(fd)
             configuration.logger?(.refused(address, reason: loopState.shuttingDown ? "shutting_down" : "connection_limit"))
+            close(fd)
             return
         }
         let transport: ConnectionInfo.Transport
@@ -184,7 +184,7 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
 
     func channelFrameTooLarge(channel: Channel) {
         let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: channel.framer.limit)))
-        server.loop.write(channel, ConnectionDispatcher<Handler>.frame(response.json))
+        server.loop.write(channel, ConnectionDispatcher<Handler>.frame(response))
         if let info { server.configuration.logger?(.frameTooLarge(info)) }
     }
 
@@ -192,5 +192,23 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
         server.connections.subtract(1, ordering: .relaxed)
         dispatcher?.closed()
         if let info { server.configuration.logger?(.closed(info, reason: reason)) }
+    }
+}
+
+/// Process-wide limits that a server with thousands of connections needs.
+public enum ProcessLimits {
+    /// Raises the soft limit of open file descriptors to `wanted` (capped by the hard limit) and returns the new
+    /// soft limit. Each connection costs one descriptor; the default soft limit is often 1,024.
+    @discardableResult
+    public static func raiseOpenFileLimit(to wanted: Int = 65_536) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
+        let target = min(rlim_t(max(wanted, 0)), limit.rlim_max)
+        if limit.rlim_cur < target {
+            limit.rlim_cur = target
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return Int(clamping: limit.rlim_cur)
     }
 }

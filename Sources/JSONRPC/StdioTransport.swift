@@ -152,7 +152,7 @@ extension RPCServer {
                             dispatcher.dispatch(bytes)
                         case .tooLarge:
                             let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: limit)))
-                            writer.enqueue(ConnectionDispatcher<Handler>.frame(response.json))
+                            writer.enqueue(ConnectionDispatcher<Handler>.frame(response))
                             logger?(.frameTooLarge(info))
                         }
                     }

@@ -107,6 +107,11 @@ import Testing
         #expect(RPCResponse(json: response.json) == response)
         let ok = RPCResponse(id: .int(3), result: .success(["x": 1]))
         #expect(RPCResponse(json: try JSONParsing.parse(JSONSerializer.serialize(ok.json))) == ok)
+        for r in [ok, response, RPCResponse(id: .null, result: .success(.null))] {
+            var direct: [UInt8] = []
+            r.append(to: &direct)
+            #expect(direct == JSONSerializer.serialize(r.json))
+        }
         #expect(RPCError.frameTooLarge(limit: 10).reason == "frame_too_large")
         #expect(RPCError.methodNotFound("x").code == -32601)
         #expect(RPCError.internalError().code == -32603)

@@ -122,16 +122,6 @@ func nextValue(_ client: RPCClient, timeout: Duration = .seconds(10)) async thro
     return value
 }
 
-/// Raises the open-file limit of the test process (needed for 1,000+ sockets on both ends).
-func raiseFileLimit(to wanted: rlim_t) {
-    var limit = rlimit()
-    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-    if limit.rlim_cur < wanted {
-        limit.rlim_cur = min(wanted, limit.rlim_max)
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-    }
-}
-
 /// Waits (polling) until `condition` holds or `timeout` passes; returns whether it held.
 func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
