@@ -1,8 +1,9 @@
 // A single-threaded epoll event loop for non-blocking sockets and pipes.
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Loop-thread callbacks of a channel's owner. Called only on the loop thread.
@@ -43,8 +44,10 @@ final class Channel {
 
     static let highWater = 4 << 20
 
-    init(id: UInt64, readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, maxInFlight: Int,
-         idleTimeout: Double?, now: Double) {
+    init(
+        id: UInt64, readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, maxInFlight: Int,
+        idleTimeout: Double?, now: Double
+    ) {
         self.id = id
         self.readFD = readFD
         self.writeFD = writeFD
@@ -127,7 +130,7 @@ final class EventLoop: @unchecked Sendable {
             SocketAddress.setNonBlocking(f)
             SocketAddress.setCloseOnExec(f)
         }
-        ctl(Epoll.ctlAdd, wakeRead, events: Epoll.IN, data: 0)
+        ctl(Epoll.ctlAdd, wakeRead, events: Epoll.readable, data: 0)
     }
 
     /// Starts the loop thread (once).
@@ -202,7 +205,9 @@ final class EventLoop: @unchecked Sendable {
                 lastTick = now
                 idleScan(now: now)
                 for id in pausedListeners {
-                    if let listener = listeners[id] { ctl(Epoll.ctlMod, listener.fd, events: Epoll.IN, data: id << 1) }
+                    if let listener = listeners[id] {
+                        ctl(Epoll.ctlMod, listener.fd, events: Epoll.readable, data: id << 1)
+                    }
                 }
                 pausedListeners.removeAll()
                 for tick in tickHandlers { tick() }
@@ -247,7 +252,7 @@ final class EventLoop: @unchecked Sendable {
     func addListener(fd: Int32, address: ListenAddress, accept: @escaping (Int32) -> Void) -> UInt64 {
         let id = allocateID()
         listeners[id] = Listener(id: id, fd: fd, address: address, accept: accept)
-        ctl(Epoll.ctlAdd, fd, events: Epoll.IN, data: id << 1)
+        ctl(Epoll.ctlAdd, fd, events: Epoll.readable, data: id << 1)
         return id
     }
 
@@ -281,14 +286,16 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Registers a new channel (loop thread). For a socket pass the same fd twice.
-    func addChannel(readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, maxInFlight: Int,
-                    idleTimeout: Double?, handler: any ChannelHandler) -> Channel {
+    func addChannel(
+        readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, maxInFlight: Int,
+        idleTimeout: Double?, handler: any ChannelHandler
+    ) -> Channel {
         let channel = Channel(
             id: allocateID(), readFD: readFD, writeFD: writeFD, isSocket: isSocket, frameLimit: frameLimit,
             maxInFlight: maxInFlight, idleTimeout: idleTimeout, now: EventLoop.now())
         channel.handler = handler
         channels[channel.id] = channel
-        channel.readInterest = Epoll.IN | (isSocket ? Epoll.RDHUP : 0)
+        channel.readInterest = Epoll.readable | (isSocket ? Epoll.readHangup : 0)
         ctl(Epoll.ctlAdd, readFD, events: channel.readInterest, data: channel.id << 1)
         if readFD != writeFD {
             ctl(Epoll.ctlAdd, writeFD, events: 0, data: channel.id << 1 | 1)
@@ -299,8 +306,8 @@ final class EventLoop: @unchecked Sendable {
 
     func updateInterest(_ channel: Channel) {
         guard !channel.closed else { return }
-        let wantRead: UInt32 = channel.wantsRead ? (Epoll.IN | (channel.isSocket ? Epoll.RDHUP : 0)) : 0
-        let wantWrite: UInt32 = channel.pendingOut > 0 && !channel.writeShutdown ? Epoll.OUT : 0
+        let wantRead: UInt32 = channel.wantsRead ? (Epoll.readable | (channel.isSocket ? Epoll.readHangup : 0)) : 0
+        let wantWrite: UInt32 = channel.pendingOut > 0 && !channel.writeShutdown ? Epoll.writable : 0
         if channel.readFD == channel.writeFD {
             let want = wantRead | wantWrite
             if want != channel.readInterest | channel.writeInterest {
@@ -321,16 +328,16 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func handle(_ channel: Channel, flags: UInt32, isWriteFD: Bool) {
-        if flags & Epoll.OUT != 0 { flush(channel) }
+        if flags & Epoll.writable != 0 { flush(channel) }
         if channel.closed { return }
-        if !isWriteFD && flags & (Epoll.IN | Epoll.HUP | Epoll.ERR | Epoll.RDHUP) != 0 {
-            if channel.wantsRead || flags & Epoll.IN != 0 {
+        if !isWriteFD && flags & (Epoll.readable | Epoll.hangup | Epoll.error | Epoll.readHangup) != 0 {
+            if channel.wantsRead || flags & Epoll.readable != 0 {
                 readOnce(channel)
-            } else if flags & (Epoll.HUP | Epoll.ERR) != 0 {
+            } else if flags & (Epoll.hangup | Epoll.error) != 0 {
                 closeChannel(channel, reason: "peer_closed")
                 return
             }
-        } else if isWriteFD && flags & (Epoll.HUP | Epoll.ERR) != 0 {
+        } else if isWriteFD && flags & (Epoll.hangup | Epoll.error) != 0 {
             closeChannel(channel, reason: "peer_closed")
             return
         }

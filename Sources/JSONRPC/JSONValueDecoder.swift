@@ -234,7 +234,9 @@ struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         decoder.child(object["super"] ?? .null, key: JSONCodingKey(stringValue: "super"))
     }
 
-    func superDecoder(forKey key: Key) throws -> any Decoder { decoder.child(object[key.stringValue] ?? .null, key: key) }
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        decoder.child(object[key.stringValue] ?? .null, key: key)
+    }
 }
 
 struct UnkeyedContainer: UnkeyedDecodingContainer {

@@ -126,7 +126,8 @@ final class _JSONValueEncoder: Encoder {
         case let v as JSONObject: node.kind = .value(.object(v))
         case let v as Date:
             guard let text = RFC3339.format(v) else {
-                throw EncodingError.invalidValue(v, .init(codingPath: codingPath, debugDescription: "Date out of range"))
+                throw EncodingError.invalidValue(
+                    v, .init(codingPath: codingPath, debugDescription: "Date out of range"))
             }
             node.kind = .value(.string(text))
         case let v as Decimal:
@@ -143,7 +144,8 @@ final class _JSONValueEncoder: Encoder {
 
     func setFloat(_ value: Double) throws {
         guard let number = JSONNumber(value) else {
-            throw EncodingError.invalidValue(value, .init(codingPath: codingPath, debugDescription: "Non-finite number"))
+            throw EncodingError.invalidValue(
+                value, .init(codingPath: codingPath, debugDescription: "Non-finite number"))
         }
         node.kind = .value(.number(number))
     }

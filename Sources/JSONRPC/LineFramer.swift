@@ -1,6 +1,6 @@
 // Newline-delimited framing as a small state machine (no IO).
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Splits a byte stream into `\n`-terminated frames with a size limit.

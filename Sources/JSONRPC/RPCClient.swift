@@ -1,8 +1,9 @@
 // A pipelining JSON-RPC client over the same framing, on the process-wide client event loop.
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Client settings.

@@ -57,7 +57,8 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// -32601: unknown method (the method name is echoed in `data.method`).
     public static func methodNotFound(_ method: String) -> RPCError {
-        RPCError(code: -32601, message: "Method not found", reason: "method_not_found", details: ["method": .string(method)])
+        RPCError(
+            code: -32601, message: "Method not found", reason: "method_not_found", details: ["method": .string(method)])
     }
 
     /// -32602: invalid params; `param` names the offending parameter path (e.g. `params.offers[2].price`).

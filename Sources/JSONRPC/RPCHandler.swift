@@ -120,8 +120,10 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     /// (in flight, closed, ended): `sessionEnded` fires once when closed and nothing is in flight.
     let state = Mutex<(inFlight: Int, closed: Bool, ended: Bool)>((0, false, false))
 
-    init(handler: Handler, info: ConnectionInfo, maxDepth: Int, sendFrame: @escaping @Sendable ([UInt8]) -> Void,
-         complete: @escaping @Sendable ([UInt8]?) -> Void) {
+    init(
+        handler: Handler, info: ConnectionInfo, maxDepth: Int, sendFrame: @escaping @Sendable ([UInt8]) -> Void,
+        complete: @escaping @Sendable ([UInt8]?) -> Void
+    ) {
         self.handler = handler
         self.session = handler.makeSession(info)
         self.info = info

@@ -82,7 +82,8 @@ public struct RPCRequest: Sendable, Hashable {
         var id: RPCID? = nil
         if let rawID = object["id"] {
             guard let parsed = RPCID(json: rawID) else {
-                return .failure(RPCRequestInvalid(error: .invalidRequest("id must be a string, number or null"), id: nil))
+                return .failure(
+                    RPCRequestInvalid(error: .invalidRequest("id must be a string, number or null"), id: nil))
             }
             id = parsed
         }

@@ -1,8 +1,9 @@
 // The server: listeners and connections on a dedicated epoll thread, handlers on Swift tasks.
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A JSON-RPC 2.0 server over newline-delimited frames, on Unix sockets, TCP and stdio.
@@ -50,7 +51,9 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
     /// A stale Unix socket file is replaced; the socket file gets `unixSocketPermissions` and is unlinked at shutdown.
     @discardableResult
     public func listen(_ address: ListenAddress) throws(JSONRPCError) -> ListenAddress {
-        guard !lifecycle.withLock({ $0.shuttingDown }) else { throw JSONRPCError(.notRunning, "server is shutting down") }
+        guard !lifecycle.withLock({ $0.shuttingDown }) else {
+            throw JSONRPCError(.notRunning, "server is shutting down")
+        }
         let (fd, bound) = try SocketAddress.listen(address, permissions: mode_t(configuration.unixSocketPermissions))
         lifecycle.withLock { $0.boundAddresses.append(bound) }
         loop.start()
@@ -124,7 +127,8 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
 
     func accepted(_ fd: Int32, via address: ListenAddress) {
         if loopState.shuttingDown || connections.load(ordering: .relaxed) >= configuration.maxConnections {
-            configuration.logger?(.refused(address, reason: loopState.shuttingDown ? "shutting_down" : "connection_limit"))
+            configuration.logger?(
+                .refused(address, reason: loopState.shuttingDown ? "shutting_down" : "connection_limit"))
             close(fd)
             return
         }

@@ -1,8 +1,8 @@
 // Thin, blocking-free wrappers over the socket system calls used by the event loop and the client.
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 enum SocketAddress {
@@ -17,7 +17,9 @@ enum SocketAddress {
     }
 
     /// Calls `body` with a sockaddr for `address`.
-    static func withSockaddr<R>(_ address: ListenAddress, _ body: (UnsafePointer<sockaddr>, socklen_t, Int32) throws(JSONRPCError) -> R)
+    static func withSockaddr<R>(
+        _ address: ListenAddress, _ body: (UnsafePointer<sockaddr>, socklen_t, Int32) throws(JSONRPCError) -> R
+    )
         throws(JSONRPCError) -> R
     {
         switch address {
@@ -101,7 +103,8 @@ enum SocketAddress {
                         close(probe)
                         if live {
                             close(fd)
-                            throw JSONRPCError(.invalidAddress, "socket is in use by a running server", errno: EADDRINUSE)
+                            throw JSONRPCError(
+                                .invalidAddress, "socket is in use by a running server", errno: EADDRINUSE)
                         }
                     }
                     unlink(path)
@@ -214,18 +217,18 @@ enum Epoll {
     }()
 
     #if arch(x86_64)
-    static let eventSize = 12
-    static let dataOffset = 4
+        static let eventSize = 12
+        static let dataOffset = 4
     #else
-    static let eventSize = 16
-    static let dataOffset = 8
+        static let eventSize = 16
+        static let dataOffset = 8
     #endif
 
-    static let IN: UInt32 = 0x001
-    static let OUT: UInt32 = 0x004
-    static let ERR: UInt32 = 0x008
-    static let HUP: UInt32 = 0x010
-    static let RDHUP: UInt32 = 0x2000
+    static let readable: UInt32 = 0x001
+    static let writable: UInt32 = 0x004
+    static let error: UInt32 = 0x008
+    static let hangup: UInt32 = 0x010
+    static let readHangup: UInt32 = 0x2000
     static let ctlAdd: Int32 = 1
     static let ctlDel: Int32 = 2
     static let ctlMod: Int32 = 3

@@ -1,8 +1,9 @@
 // The stdio transport: a reader thread (read(2)) and a writer thread (write(2)), never the cooperative pool.
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A queue of outgoing frames drained by a dedicated thread with blocking `write(2)`.

@@ -4,7 +4,7 @@ import Testing
 @testable import JSONRPC
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite struct ClientTests {

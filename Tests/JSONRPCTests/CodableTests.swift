@@ -38,13 +38,19 @@ struct OffersParams: Codable, Equatable {
         ("{\"offers\":[]}", "customerId", "missing_param"),
         ("{\"customerId\":5,\"offers\":[]}", "customerId", "wrong_type"),
         ("{\"customerId\":null,\"offers\":[]}", "customerId", "null_value"),
-        ("{\"customerId\":\"c\",\"offers\":[{\"id\":\"a\",\"price\":\"1\",\"quantity\":1},"
-            + "{\"id\":\"b\",\"price\":\"1\",\"quantity\":1},{\"id\":\"c\",\"quantity\":1}]}",
-            "offers[2].price", "missing_param"),
-        ("{\"customerId\":\"c\",\"offers\":[{\"id\":\"a\",\"price\":\"1\",\"quantity\":1.5}]}",
-            "offers[0].quantity", "invalid_value"),
-        ("{\"customerId\":\"c\",\"offers\":[{\"id\":\"a\",\"price\":\"1\",\"quantity\":\"1\"}]}",
-            "offers[0].quantity", "wrong_type"),
+        (
+            "{\"customerId\":\"c\",\"offers\":[{\"id\":\"a\",\"price\":\"1\",\"quantity\":1},"
+                + "{\"id\":\"b\",\"price\":\"1\",\"quantity\":1},{\"id\":\"c\",\"quantity\":1}]}",
+            "offers[2].price", "missing_param"
+        ),
+        (
+            "{\"customerId\":\"c\",\"offers\":[{\"id\":\"a\",\"price\":\"1\",\"quantity\":1.5}]}",
+            "offers[0].quantity", "invalid_value"
+        ),
+        (
+            "{\"customerId\":\"c\",\"offers\":[{\"id\":\"a\",\"price\":\"1\",\"quantity\":\"1\"}]}",
+            "offers[0].quantity", "wrong_type"
+        ),
         ("{\"customerId\":\"c\",\"at\":\"2026-13-01T00:00:00Z\",\"offers\":[]}", "at", "invalid_value"),
         ("{\"customerId\":\"c\",\"offers\":{}}", "offers", "wrong_type"),
         ("[1]", "", "wrong_type"),
@@ -127,8 +133,9 @@ struct OffersParams: Codable, Equatable {
         #expect(try decoder.decode(OffersParams.self, from: value) == params)
         #expect(throws: EncodingError.self) { try JSONValueEncoder().encode([Double.nan]) }
         #expect(try JSONValueEncoder().encode(UInt64.max) == .number(JSONNumber(lexeme: "18446744073709551615")!))
-        #expect(try decoder.decode(UInt64.self, from: .number(JSONNumber(lexeme: "18446744073709551615")!))
-            == UInt64.max)
+        #expect(
+            try decoder.decode(UInt64.self, from: .number(JSONNumber(lexeme: "18446744073709551615")!))
+                == UInt64.max)
         #expect(try decoder.decode(Decimal.self, from: try JSONParsing.parse("19.99")) == Decimal(string: "19.99"))
     }
 

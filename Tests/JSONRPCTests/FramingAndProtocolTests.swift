@@ -50,14 +50,18 @@ import Testing
     }
 
     @Test func validRequestShapes() {
-        #expect(classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":1}")
-            == .single(.request(RPCRequest(method: "m", params: nil, id: .int(1)))))
-        #expect(classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[1],\"id\":\"x\"}")
-            == .single(.request(RPCRequest(method: "m", params: [1], id: .string("x")))))
-        #expect(classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":null}")
-            == .single(.request(RPCRequest(method: "m", params: nil, id: .null))))
-        #expect(classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{}}")
-            == .single(.request(RPCRequest(method: "m", params: .object(JSONObject()), id: nil))))
+        #expect(
+            classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":1}")
+                == .single(.request(RPCRequest(method: "m", params: nil, id: .int(1)))))
+        #expect(
+            classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":[1],\"id\":\"x\"}")
+                == .single(.request(RPCRequest(method: "m", params: [1], id: .string("x")))))
+        #expect(
+            classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"id\":null}")
+                == .single(.request(RPCRequest(method: "m", params: nil, id: .null))))
+        #expect(
+            classify("{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":{}}")
+                == .single(.request(RPCRequest(method: "m", params: .object(JSONObject()), id: nil))))
     }
 
     static let invalidRequests: [(String, RPCID?)] = [
@@ -101,8 +105,11 @@ import Testing
 
     @Test func responsesAndErrorsRoundTrip() throws {
         let error = RPCError(code: -32050, message: "Unavailable", reason: "database_down", retryable: true)
-        #expect(error.json == ["code": -32050, "message": "Unavailable",
-            "data": ["reason": "database_down", "retryable": true]])
+        #expect(
+            error.json == [
+                "code": -32050, "message": "Unavailable",
+                "data": ["reason": "database_down", "retryable": true],
+            ])
         let response = RPCResponse(id: .string("a"), result: .failure(error))
         #expect(RPCResponse(json: response.json) == response)
         let ok = RPCResponse(id: .int(3), result: .success(["x": 1]))

@@ -116,8 +116,9 @@ import Testing
         #expect(negative.decimalString == "-99999999999999999999.5")
         #expect(exp.double == nil)
         #expect(tenth.double == 0.1)
-        #expect(String(decoding: JSONSerializer.serialize(value), as: UTF8.self)
-            == "[12345678901234567890,-99999999999999999999.5,1e400,0.1]")
+        #expect(
+            String(decoding: JSONSerializer.serialize(value), as: UTF8.self)
+                == "[12345678901234567890,-99999999999999999999.5,1e400,0.1]")
         #expect(JSONNumber(lexeme: "1.5e3")?.int64 == 1500)
         #expect(JSONNumber(lexeme: "01") == nil)
         #expect(JSONNumber(lexeme: "12") == JSONNumber(12))
@@ -131,10 +132,12 @@ import Testing
 
     @Test func serializerEscapesAndSortsKeys() throws {
         let value: JSONValue = ["z": "a\"\u{1}\n", "a": [1, true, nil], "m": ["y": 1, "b": 2]]
-        #expect(String(decoding: JSONSerializer.serialize(value), as: UTF8.self)
-            == "{\"z\":\"a\\\"\\u0001\\n\",\"a\":[1,true,null],\"m\":{\"y\":1,\"b\":2}}")
-        #expect(String(decoding: JSONSerializer.serialize(value, options: .init(sortedKeys: true)), as: UTF8.self)
-            == "{\"a\":[1,true,null],\"m\":{\"b\":2,\"y\":1},\"z\":\"a\\\"\\u0001\\n\"}")
+        #expect(
+            String(decoding: JSONSerializer.serialize(value), as: UTF8.self)
+                == "{\"z\":\"a\\\"\\u0001\\n\",\"a\":[1,true,null],\"m\":{\"y\":1,\"b\":2}}")
+        #expect(
+            String(decoding: JSONSerializer.serialize(value, options: .init(sortedKeys: true)), as: UTF8.self)
+                == "{\"a\":[1,true,null],\"m\":{\"b\":2,\"y\":1},\"z\":\"a\\\"\\u0001\\n\"}")
         #expect(try JSONParsing.parse(JSONSerializer.serialize(value)) == value)
         #expect(JSONValue.int(Int(Int64.min)).description == "-9223372036854775808")
     }

@@ -5,7 +5,7 @@ import Testing
 @testable import JSONRPC
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Value }
@@ -65,7 +65,9 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
             defer { client.close() }
             try client.sendRaw(
                 "[{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[1],\"id\":\"b1\"}, 1,"
-                    + "{\"jsonrpc\":\"2.0\",\"method\":\"note\"},{\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":\"b2\"}]")
+                    + "{\"jsonrpc\":\"2.0\",\"method\":\"note\"},"
+                    + "{\"jsonrpc\":\"2.0\",\"method\":\"nope\",\"id\":\"b2\"}]"
+            )
             let batch = try await nextValue(client)
             guard case .array(let responses) = batch else {
                 Issue.record("batch answer is not an array: \(batch)")
@@ -145,7 +147,7 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
     }
 
     @Test func inFlightCapIsRespected() async throws {
-        try await withServer(.unix, configure: { $0.maxInFlightPerConnection = 4 }) { _, address in
+        try await withServer(.unix, configuration: serverConfig { $0.maxInFlightPerConnection = 4 }) { _, address in
             let client = try await RPCClient.connect(to: address)
             defer { client.close() }
             try await withThrowingTaskGroup(of: JSONValue.self) { group in
@@ -180,7 +182,7 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
     }
 
     @Test func idleConnectionsAreClosed() async throws {
-        try await withServer(.tcp, configure: { $0.idleTimeout = 0.3 }) { server, address in
+        try await withServer(.tcp, configuration: serverConfig { $0.idleTimeout = 0.3 }) { server, address in
             let idle = try await RPCClient.connect(to: address)
             let start = ContinuousClock.now
             // nil = the server closed the connection.
@@ -194,7 +196,7 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         let refused = Mutex<Int>(0)
         try await withServer(
             .unix,
-            configure: {
+            configuration: serverConfig {
                 $0.maxConnections = 3
                 $0.logger = { event in
                     if case .refused(_, let reason) = event, reason == "connection_limit" {
@@ -266,7 +268,7 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
     }
 
     @Test func hostileFramesNeverBreakTheConnection() async throws {
-        try await withServer(.unix, configure: { $0.maxFrameBytes = 4096 }) { _, address in
+        try await withServer(.unix, configuration: serverConfig { $0.maxFrameBytes = 4096 }) { _, address in
             let client = try await RPCClient.connect(to: address)
             defer { client.close() }
             var rng = SystemRandomNumberGenerator()
@@ -282,7 +284,8 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
                 var frame: [UInt8]
                 switch i % 4 {
                 case 0:  // random bytes
-                    frame = (0..<Int.random(in: 1...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    frame = (0..<Int.random(in: 1...200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng)
+                    }
                 case 1:  // mutated seed
                     frame = Array(seeds[Int.random(in: 0..<seeds.count, using: &rng)].utf8)
                     for _ in 0..<Int.random(in: 0...4, using: &rng) where !frame.isEmpty {
@@ -292,7 +295,9 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
                     let seed = Array(seeds[Int.random(in: 0..<seeds.count, using: &rng)].utf8)
                     frame = Array(seed.prefix(Int.random(in: 0...seed.count, using: &rng)))
                 default:  // oversized or pure seed
-                    frame = i % 400 == 3 ? [UInt8](repeating: 0x7B, count: 10_000)
+                    frame =
+                        i % 400 == 3
+                        ? [UInt8](repeating: 0x7B, count: 10_000)
                         : Array(seeds[Int.random(in: 0..<seeds.count, using: &rng)].utf8)
                 }
                 // Integer ids are reserved for `call`; hostile frames use others (a stray digit id is harmless).
@@ -319,11 +324,13 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         #expect(pipe(&toServer) == 0)
         #expect(pipe(&fromServer) == 0)
         let handler = TestHandler()
-        let server = try RPCServer(handler: handler, configuration: {
-            var c = RPCServerConfiguration()
-            c.maxFrameBytes = 1024
-            return c
-        }())
+        let server = try RPCServer(
+            handler: handler,
+            configuration: {
+                var c = RPCServerConfiguration()
+                c.maxFrameBytes = 1024
+                return c
+            }())
         let serverInput = toServer[0]
         let serverOutput = fromServer[1]
         let served = Task { await server.serveStdio(input: serverInput, output: serverOutput) }

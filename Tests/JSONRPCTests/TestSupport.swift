@@ -5,7 +5,7 @@ import Testing
 @testable import JSONRPC
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Per-connection state of the test handler: counts concurrency.
@@ -96,12 +96,10 @@ enum Transport: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
 /// Starts a server on `transport`, runs `body` with it and its bound address, then shuts it down.
 func withServer<R>(
-    _ transport: Transport, configure: (inout RPCServerConfiguration) -> Void = { _ in },
+    _ transport: Transport, configuration: RPCServerConfiguration = RPCServerConfiguration(),
     handler: TestHandler = TestHandler(),
     _ body: (RPCServer<TestHandler>, ListenAddress) async throws -> R
 ) async throws -> R {
-    var configuration = RPCServerConfiguration()
-    configure(&configuration)
     let server = try RPCServer(handler: handler, configuration: configuration)
     let bound = try server.listen(transport.address())
     do {
@@ -131,4 +129,11 @@ func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async 
         try? await Task.sleep(for: .milliseconds(10))
     }
     return condition()
+}
+
+/// A server configuration with some fields changed.
+func serverConfig(_ change: (inout RPCServerConfiguration) -> Void) -> RPCServerConfiguration {
+    var configuration = RPCServerConfiguration()
+    change(&configuration)
+    return configuration
 }
