@@ -380,11 +380,24 @@ final class EventLoop: @unchecked Sendable {
     /// Queues bytes for writing and tries to write them now.
     func write(_ channel: Channel, _ bytes: [UInt8]) {
         guard !channel.closed else { return }
-        if channel.pendingOut == 0 {
+        var written = 0
+        if channel.pendingOut == 0 && !channel.writeShutdown {
+            // Fast path: nothing queued, write straight from the caller's bytes.
+            let n = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                if channel.isSocket { return send(channel.writeFD, base, raw.count, Int32(MSG_NOSIGNAL)) }
+                return Glibc.write(channel.writeFD, base, raw.count)
+            }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+                closeChannel(channel, reason: "write_error")
+                return
+            }
+            written = max(n, 0)
+            if written > 0 { channel.lastActivity = EventLoop.now() }
             channel.out.removeAll(keepingCapacity: true)
             channel.outOffset = 0
         }
-        channel.out.append(contentsOf: bytes)
+        if written < bytes.count { channel.out.append(contentsOf: bytes[written...]) }
         flush(channel)
         if !channel.closed { updateInterest(channel) }
     }
@@ -422,7 +435,7 @@ final class EventLoop: @unchecked Sendable {
             }
         }
         if channel.pendingOut == 0 {
-            channel.out.removeAll(keepingCapacity: channel.out.count <= 65_536)
+            channel.out.removeAll(keepingCapacity: channel.out.capacity <= 16_384)
             channel.outOffset = 0
             if channel.shutdownWriteWhenFlushed { shutdownWrite(channel) }
             closeIfDone(channel, reason: channel.draining ? "drained" : "peer_closed")

@@ -68,6 +68,11 @@ public struct LineFramer: Sendable {
                 return base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
             }
             guard let newline else {
+                if start == buffer.count {
+                    // Everything consumed: drop big buffers so idle connections stay small.
+                    buffer.removeAll(keepingCapacity: buffer.capacity <= 4096)
+                    start = 0
+                }
                 scanned = buffer.count
                 if buffer.count - start > limit {
                     // Too large and no end in sight: drop what we have, discard the rest of the line later.
