@@ -1,0 +1,502 @@
+// A single-threaded epoll event loop for non-blocking sockets and pipes.
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Loop-thread callbacks of a channel's owner. Called only on the loop thread.
+protocol ChannelHandler: AnyObject {
+    /// A complete frame arrived. Return `true` if a completion will follow via `EventLoop.complete` (the frame
+    /// then counts against the channel's in-flight cap), `false` if it was fully handled.
+    func channelFrame(_ frame: [UInt8], channel: Channel) -> Bool
+    /// A line exceeded the frame limit (its bytes are discarded).
+    func channelFrameTooLarge(channel: Channel)
+    /// The channel was closed; `reason` is a short snake_case word. Called exactly once.
+    func channelClosed(channel: Channel, reason: String)
+}
+
+/// One connection (a socket, or a read/write pipe pair) owned by the loop thread.
+final class Channel {
+    let id: UInt64
+    let readFD: Int32
+    let writeFD: Int32
+    let isSocket: Bool
+    var framer: LineFramer
+    let maxInFlight: Int
+    let idleTimeout: Double?
+    var handler: (any ChannelHandler)?
+    var out: [UInt8] = []
+    var outOffset = 0
+    var inFlight = 0
+    var peerEOF = false
+    /// No more reading; close once in-flight work is answered and written.
+    var draining = false
+    var closed = false
+    var lastActivity: Double
+    var readInterest: UInt32 = 0
+    var writeInterest: UInt32 = 0
+    var registeredWriteFD = false
+    /// The write side was shut down by `finishWriting` (pipes: the write fd is already closed).
+    var writeShutdown = false
+    var shutdownWriteWhenFlushed = false
+
+    static let highWater = 4 << 20
+
+    init(
+        id: UInt64, readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, maxInFlight: Int,
+        idleTimeout: Double?, now: Double
+    ) {
+        self.id = id
+        self.readFD = readFD
+        self.writeFD = writeFD
+        self.isSocket = isSocket
+        self.framer = LineFramer(limit: frameLimit)
+        self.maxInFlight = max(1, maxInFlight)
+        self.idleTimeout = idleTimeout
+        self.lastActivity = now
+    }
+
+    var pendingOut: Int { out.count - outOffset }
+    var wantsRead: Bool { !closed && !peerEOF && !draining && inFlight < maxInFlight && pendingOut < Channel.highWater }
+}
+
+/// The loop. Invariant for `@unchecked Sendable`: it owns the epoll fd and the wake pipe; `channels`, `listeners`
+/// and every `Channel` are touched only on the loop thread. Other threads talk to it only through `execute`,
+/// whose inbox is guarded by a `Mutex`.
+final class EventLoop: @unchecked Sendable {
+    struct Inbox {
+        var work: [@Sendable () -> Void] = []
+        var wakePending = false
+        /// The loop has exited: further work is dropped (e.g. responses of requests that outlived shutdown).
+        var closed = false
+    }
+
+    final class Listener {
+        let id: UInt64
+        let fd: Int32
+        let address: ListenAddress
+        let accept: (Int32) -> Void
+        var onError: ((String) -> Void)?
+        init(id: UInt64, fd: Int32, address: ListenAddress, accept: @escaping (Int32) -> Void) {
+            self.id = id
+            self.fd = fd
+            self.address = address
+            self.accept = accept
+        }
+    }
+
+    let epfd: Int32
+    let wakeRead: Int32
+    let wakeWrite: Int32
+    let epoll: Epoll.Functions
+    let inbox = Mutex(Inbox())
+    let started = Atomic<Bool>(false)
+    let threadName: String
+
+    // Loop-thread state.
+    var channels: [UInt64: Channel] = [:]
+    var listeners: [UInt64: Listener] = [:]
+    var pausedListeners: [UInt64] = []
+    var nextID: UInt64 = 1
+    var running = true
+    var onExit: [() -> Void] = []
+    var tickHandlers: [() -> Void] = []
+    var scratch = [UInt8](repeating: 0, count: 65_536)
+
+    /// The loop used by clients in this process.
+    static let shared: EventLoop? = {
+        let loop = try? EventLoop(name: "jsonrpc-client-loop")
+        loop?.start()
+        return loop
+    }()
+
+    init(name: String) throws(JSONRPCError) {
+        guard let functions = Epoll.functions else { throw JSONRPCError(.system, "epoll unavailable") }
+        epoll = functions
+        threadName = name
+        let fd = functions.create(Epoll.cloexec)
+        guard fd >= 0 else { throw SocketAddress.systemError("epoll_create1(2)") }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else {
+            close(fd)
+            throw SocketAddress.systemError("pipe(2)")
+        }
+        epfd = fd
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        for f in fds {
+            SocketAddress.setNonBlocking(f)
+            SocketAddress.setCloseOnExec(f)
+        }
+        ctl(Epoll.ctlAdd, wakeRead, events: Epoll.readable, data: 0)
+    }
+
+    /// Starts the loop thread (once).
+    func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        signal(SIGPIPE, SIG_IGN)
+        let thread = Thread { [self] in self.run() }
+        thread.name = threadName
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Runs `work` on the loop thread, soon.
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        let wake = inbox.withLock { inbox -> Bool in
+            if inbox.closed { return false }
+            inbox.work.append(work)
+            if inbox.wakePending { return false }
+            inbox.wakePending = true
+            return true
+        }
+        if wake {
+            var byte: UInt8 = 1
+            _ = Glibc.write(wakeWrite, &byte, 1)
+        }
+    }
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    @discardableResult
+    func ctl(_ op: Int32, _ fd: Int32, events: UInt32, data: UInt64) -> Int32 {
+        var event = (UInt64(0), UInt64(0))  // 16 bytes, enough for either layout
+        return withUnsafeMutableBytes(of: &event) { raw in
+            raw.storeBytes(of: events, toByteOffset: 0, as: UInt32.self)
+            raw.storeBytes(of: data, toByteOffset: Epoll.dataOffset, as: UInt64.self)
+            return epoll.ctl(epfd, op, fd, raw.baseAddress)
+        }
+    }
+
+    // MARK: Loop thread
+
+    func run() {
+        let maxEvents = 256
+        let events = UnsafeMutableRawPointer.allocate(byteCount: Epoll.eventSize * maxEvents, alignment: 8)
+        defer { events.deallocate() }
+        var lastTick = EventLoop.now()
+        while running {
+            let n = epoll.wait(epfd, events, Int32(maxEvents), 250)
+            if n < 0 && errno != EINTR { break }
+            for i in 0..<max(Int(n), 0) {
+                let base = events + i * Epoll.eventSize
+                let flags = base.load(fromByteOffset: 0, as: UInt32.self)
+                let data = base.loadUnaligned(fromByteOffset: Epoll.dataOffset, as: UInt64.self)
+                if data == 0 {
+                    drainWakePipe()
+                    continue
+                }
+                let id = data >> 1
+                if let listener = listeners[id] {
+                    acceptAll(listener)
+                } else if let channel = channels[id] {
+                    handle(channel, flags: flags, isWriteFD: data & 1 == 1)
+                }
+            }
+            runInbox()
+            let now = EventLoop.now()
+            if now - lastTick >= 0.25 {
+                lastTick = now
+                idleScan(now: now)
+                for id in pausedListeners {
+                    if let listener = listeners[id] {
+                        ctl(Epoll.ctlMod, listener.fd, events: Epoll.readable, data: id << 1)
+                    }
+                }
+                pausedListeners.removeAll()
+                for tick in tickHandlers { tick() }
+            }
+        }
+        inbox.withLock {
+            $0.closed = true
+            $0.work = []
+        }
+        for channel in Array(channels.values) { closeChannel(channel, reason: "loop_stopped") }
+        for listener in Array(listeners.values) { removeListener(listener.id) }
+        close(epfd)
+        close(wakeRead)
+        close(wakeWrite)
+        for exit in onExit { exit() }
+    }
+
+    func drainWakePipe() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(wakeRead, &buffer, 64) > 0 {}
+    }
+
+    func runInbox() {
+        while true {
+            let work = inbox.withLock { inbox -> [@Sendable () -> Void] in
+                let work = inbox.work
+                inbox.work.removeAll(keepingCapacity: true)
+                if work.isEmpty { inbox.wakePending = false }
+                return work
+            }
+            if work.isEmpty { return }
+            for item in work { item() }
+        }
+    }
+
+    func allocateID() -> UInt64 {
+        let id = nextID
+        nextID += 1
+        return id
+    }
+
+    func addListener(fd: Int32, address: ListenAddress, accept: @escaping (Int32) -> Void) -> UInt64 {
+        let id = allocateID()
+        listeners[id] = Listener(id: id, fd: fd, address: address, accept: accept)
+        ctl(Epoll.ctlAdd, fd, events: Epoll.readable, data: id << 1)
+        return id
+    }
+
+    func removeListener(_ id: UInt64) {
+        guard let listener = listeners.removeValue(forKey: id) else { return }
+        ctl(Epoll.ctlDel, listener.fd, events: 0, data: 0)
+        close(listener.fd)
+        if case .unix(let path) = listener.address { unlink(path) }
+    }
+
+    func acceptAll(_ listener: Listener) {
+        for _ in 0..<64 {
+            let fd = Glibc.accept(listener.fd, nil, nil)
+            if fd < 0 {
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    // Out of descriptors: stop polling this listener until the next tick instead of spinning.
+                    ctl(Epoll.ctlMod, listener.fd, events: 0, data: listener.id << 1)
+                    pausedListeners.append(listener.id)
+                    listener.onError?("accept_failed_emfile")
+                }
+                return
+            }
+            SocketAddress.setNonBlocking(fd)
+            SocketAddress.setCloseOnExec(fd)
+            if case .tcp = listener.address {
+                var one: Int32 = 1
+                _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            }
+            listener.accept(fd)
+        }
+    }
+
+    /// Registers a new channel (loop thread). For a socket pass the same fd twice.
+    func addChannel(
+        readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, maxInFlight: Int,
+        idleTimeout: Double?, handler: any ChannelHandler
+    ) -> Channel {
+        let channel = Channel(
+            id: allocateID(), readFD: readFD, writeFD: writeFD, isSocket: isSocket, frameLimit: frameLimit,
+            maxInFlight: maxInFlight, idleTimeout: idleTimeout, now: EventLoop.now())
+        channel.handler = handler
+        channels[channel.id] = channel
+        channel.readInterest = Epoll.readable | (isSocket ? Epoll.readHangup : 0)
+        ctl(Epoll.ctlAdd, readFD, events: channel.readInterest, data: channel.id << 1)
+        if readFD != writeFD {
+            ctl(Epoll.ctlAdd, writeFD, events: 0, data: channel.id << 1 | 1)
+            channel.registeredWriteFD = true
+        }
+        return channel
+    }
+
+    func updateInterest(_ channel: Channel) {
+        guard !channel.closed else { return }
+        let wantRead: UInt32 = channel.wantsRead ? (Epoll.readable | (channel.isSocket ? Epoll.readHangup : 0)) : 0
+        let wantWrite: UInt32 = channel.pendingOut > 0 && !channel.writeShutdown ? Epoll.writable : 0
+        if channel.readFD == channel.writeFD {
+            let want = wantRead | wantWrite
+            if want != channel.readInterest | channel.writeInterest {
+                channel.readInterest = wantRead
+                channel.writeInterest = wantWrite
+                ctl(Epoll.ctlMod, channel.readFD, events: want, data: channel.id << 1)
+            }
+        } else {
+            if wantRead != channel.readInterest {
+                channel.readInterest = wantRead
+                ctl(Epoll.ctlMod, channel.readFD, events: wantRead, data: channel.id << 1)
+            }
+            if channel.registeredWriteFD && wantWrite != channel.writeInterest {
+                channel.writeInterest = wantWrite
+                ctl(Epoll.ctlMod, channel.writeFD, events: wantWrite, data: channel.id << 1 | 1)
+            }
+        }
+    }
+
+    func handle(_ channel: Channel, flags: UInt32, isWriteFD: Bool) {
+        if flags & Epoll.writable != 0 { flush(channel) }
+        if channel.closed { return }
+        if !isWriteFD && flags & (Epoll.readable | Epoll.hangup | Epoll.error | Epoll.readHangup) != 0 {
+            if channel.wantsRead || flags & Epoll.readable != 0 {
+                readOnce(channel)
+            } else if flags & (Epoll.hangup | Epoll.error) != 0 {
+                closeChannel(channel, reason: "peer_closed")
+                return
+            }
+        } else if isWriteFD && flags & (Epoll.hangup | Epoll.error) != 0 {
+            closeChannel(channel, reason: "peer_closed")
+            return
+        }
+        if !channel.closed { updateInterest(channel) }
+    }
+
+    func readOnce(_ channel: Channel) {
+        let n = scratch.withUnsafeMutableBytes { raw in read(channel.readFD, raw.baseAddress, raw.count) }
+        if n > 0 {
+            channel.lastActivity = EventLoop.now()
+            scratch.withUnsafeBytes { raw in channel.framer.append(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+            drainFrames(channel)
+        } else if n == 0 {
+            channel.peerEOF = true
+            drainFrames(channel)
+            closeIfDone(channel, reason: "peer_closed")
+        } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            closeChannel(channel, reason: "read_error")
+        }
+    }
+
+    /// Hands buffered frames to the handler while under the in-flight cap.
+    func drainFrames(_ channel: Channel) {
+        while !channel.closed && !channel.draining && channel.inFlight < channel.maxInFlight {
+            guard let event = channel.framer.next() else { break }
+            switch event {
+            case .frame(let bytes):
+                if channel.handler?.channelFrame(bytes, channel: channel) == true { channel.inFlight += 1 }
+            case .tooLarge:
+                channel.handler?.channelFrameTooLarge(channel: channel)
+            }
+        }
+    }
+
+    func closeIfDone(_ channel: Channel, reason: String) {
+        guard !channel.closed, channel.peerEOF || channel.draining else { return }
+        if channel.inFlight == 0 && channel.pendingOut == 0 { closeChannel(channel, reason: reason) }
+    }
+
+    /// Queues bytes for writing and tries to write them now.
+    func write(_ channel: Channel, _ bytes: [UInt8]) {
+        guard !channel.closed else { return }
+        var written = 0
+        if channel.pendingOut == 0 && !channel.writeShutdown {
+            // Fast path: nothing queued, write straight from the caller's bytes.
+            let n = bytes.withUnsafeBytes { raw -> Int in
+                guard let base = raw.baseAddress else { return 0 }
+                if channel.isSocket { return send(channel.writeFD, base, raw.count, Int32(MSG_NOSIGNAL)) }
+                return Glibc.write(channel.writeFD, base, raw.count)
+            }
+            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+                closeChannel(channel, reason: "write_error")
+                return
+            }
+            written = max(n, 0)
+            if written > 0 { channel.lastActivity = EventLoop.now() }
+            channel.out.removeAll(keepingCapacity: true)
+            channel.outOffset = 0
+        }
+        if written < bytes.count { channel.out.append(contentsOf: bytes[written...]) }
+        flush(channel)
+        if !channel.closed { updateInterest(channel) }
+    }
+
+    /// Half-closes the write side once queued bytes are written (socket: shutdown(SHUT_WR); pipe: close).
+    func shutdownWrite(_ channel: Channel) {
+        guard !channel.closed, !channel.writeShutdown else { return }
+        channel.writeShutdown = true
+        if channel.isSocket {
+            shutdown(channel.writeFD, Int32(SHUT_WR))
+        } else {
+            if channel.registeredWriteFD { ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0) }
+            channel.registeredWriteFD = false
+            close(channel.writeFD)
+        }
+    }
+
+    func flush(_ channel: Channel) {
+        while channel.pendingOut > 0 && !channel.closed && !channel.writeShutdown {
+            let n = channel.out.withUnsafeBytes { raw -> Int in
+                let base = raw.baseAddress! + channel.outOffset
+                if channel.isSocket { return send(channel.writeFD, base, channel.pendingOut, Int32(MSG_NOSIGNAL)) }
+                return Glibc.write(channel.writeFD, base, channel.pendingOut)
+            }
+            if n > 0 {
+                channel.outOffset += n
+                channel.lastActivity = EventLoop.now()
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                closeChannel(channel, reason: "write_error")
+                return
+            }
+        }
+        if channel.pendingOut == 0 {
+            channel.out.removeAll(keepingCapacity: channel.out.capacity <= 16_384)
+            channel.outOffset = 0
+            if channel.shutdownWriteWhenFlushed { shutdownWrite(channel) }
+            closeIfDone(channel, reason: channel.draining ? "drained" : "peer_closed")
+        }
+    }
+
+    /// Called (on the loop thread) when an in-flight frame finished; `response` is written first.
+    func complete(_ id: UInt64, response: [UInt8]?) {
+        guard let channel = channels[id] else { return }
+        if let response { write(channel, response) }
+        if channel.closed { return }
+        channel.inFlight -= 1
+        drainFrames(channel)
+        closeIfDone(channel, reason: channel.draining ? "drained" : "peer_closed")
+        if !channel.closed {
+            flush(channel)
+            updateInterest(channel)
+        }
+    }
+
+    /// Writes bytes to a channel by id (no-op if it is gone).
+    func write(_ id: UInt64, _ bytes: [UInt8]) {
+        guard let channel = channels[id] else { return }
+        write(channel, bytes)
+    }
+
+    /// Stops reading and closes the channel once in-flight work is done and written.
+    func drain(_ channel: Channel) {
+        guard !channel.closed else { return }
+        channel.draining = true
+        closeIfDone(channel, reason: "drained")
+        if !channel.closed { updateInterest(channel) }
+    }
+
+    func closeChannel(_ channel: Channel, reason: String) {
+        guard !channel.closed else { return }
+        channel.closed = true
+        ctl(Epoll.ctlDel, channel.readFD, events: 0, data: 0)
+        if channel.registeredWriteFD { ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0) }
+        close(channel.readFD)
+        if channel.writeFD != channel.readFD && !channel.writeShutdown { close(channel.writeFD) }
+        channels.removeValue(forKey: channel.id)
+        let handler = channel.handler
+        channel.handler = nil
+        handler?.channelClosed(channel: channel, reason: reason)
+    }
+
+    func idleScan(now: Double) {
+        for channel in Array(channels.values) {
+            guard let timeout = channel.idleTimeout, channel.inFlight == 0, channel.pendingOut == 0,
+                now - channel.lastActivity >= timeout
+            else { continue }
+            closeChannel(channel, reason: "idle_timeout")
+        }
+    }
+
+    /// Stops the loop (closing everything); `whenStopped` runs on the loop thread at the very end.
+    func stop(whenStopped: @escaping @Sendable () -> Void) {
+        execute { [self] in
+            self.onExit.append(whenStopped)
+            self.running = false
+        }
+    }
+}

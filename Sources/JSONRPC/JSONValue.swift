@@ -1,0 +1,245 @@
+// JSON values with exact numbers and ordered objects.
+
+/// A JSON number kept exactly as it was written.
+///
+/// Integers that fit `Int64` are stored as `Int64`; every other number keeps its original
+/// decimal lexeme, so `12345678901234567890` or `19.99` are never silently rounded.
+/// Equality compares the stored form: `1` and `1.0` are different numbers.
+public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
+    enum Storage: Sendable, Hashable {
+        case int(Int64)
+        /// A valid RFC 8259 number lexeme that is not an Int64 integer.
+        case text(String)
+    }
+
+    let storage: Storage
+
+    /// An integer number.
+    public init(_ value: Int64) { storage = .int(value) }
+
+    /// An integer number.
+    public init(_ value: Int) { storage = .int(Int64(value)) }
+
+    /// A number from a finite `Double`; `nil` for NaN and infinities (not representable in JSON).
+    /// Integral values that fit `Int64` exactly are stored as integers.
+    public init?(_ value: Double) {
+        guard value.isFinite else { return nil }
+        if value.rounded() == value, abs(value) < 9.0e15, let i = Int64(exactly: value) {
+            storage = .int(i)
+        } else {
+            storage = .text("\(value)")
+        }
+    }
+
+    /// A number from its JSON lexeme (e.g. `"-0.5e10"`); `nil` if the text is not a valid JSON number.
+    public init?(lexeme: String) {
+        var bytes = Array(lexeme.utf8)
+        let parsed: JSONNumber? = bytes.withUnsafeMutableBufferPointer { buffer in
+            var parser = JSONParser(buffer: UnsafeBufferPointer(buffer), maxDepth: 1)
+            guard let number = try? parser.parseNumber(), parser.index == buffer.count else { return nil }
+            return number
+        }
+        guard let parsed else { return nil }
+        self = parsed
+    }
+
+    init(uncheckedLexeme: String) {
+        if let i = Int64(uncheckedLexeme) {
+            storage = .int(i)
+        } else {
+            storage = .text(uncheckedLexeme)
+        }
+    }
+
+    /// The value as `Int64` when it is an integer that fits exactly (also `1.0` or `1e3`), else `nil`.
+    public var int64: Int64? {
+        switch storage {
+        case .int(let i): return i
+        case .text(let text):
+            if let i = Int64(text) { return i }
+            guard let d = Double(text), d.rounded() == d, abs(d) < 9.0e15 else { return nil }
+            return Int64(exactly: d)
+        }
+    }
+
+    /// The nearest `Double` (may round, e.g. for 20-digit integers). `nil` only if out of `Double` range.
+    public var double: Double? {
+        switch storage {
+        case .int(let i): return Double(i)
+        case .text(let text):
+            guard let d = Double(text), d.isFinite else { return nil }
+            return d
+        }
+    }
+
+    /// The exact decimal text of the number (canonical for integers, the original lexeme otherwise).
+    public var decimalString: String {
+        switch storage {
+        case .int(let i): return String(i)
+        case .text(let text): return text
+        }
+    }
+
+    public var description: String { decimalString }
+}
+
+/// A JSON value (RFC 8259).
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(JSONNumber)
+    case string(String)
+    case array([JSONValue])
+    case object(JSONObject)
+
+    /// The member `key` when this is an object, else `nil`.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let object) = self else { return nil }
+        return object[key]
+    }
+
+    /// The element at `index` when this is an array and the index is valid, else `nil`.
+    public subscript(index: Int) -> JSONValue? {
+        guard case .array(let array) = self, array.indices.contains(index) else { return nil }
+        return array[index]
+    }
+
+    /// The string payload, if this is a string.
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    /// The number payload as `Int64`, if this is an integral number that fits.
+    public var int64Value: Int64? {
+        if case .number(let n) = self { return n.int64 }
+        return nil
+    }
+
+    /// The number payload as `Double`, if this is a number.
+    public var doubleValue: Double? {
+        if case .number(let n) = self { return n.double }
+        return nil
+    }
+
+    /// The boolean payload, if this is a boolean.
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    /// The object payload, if this is an object.
+    public var objectValue: JSONObject? {
+        if case .object(let o) = self { return o }
+        return nil
+    }
+
+    /// The array payload, if this is an array.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    /// Whether this is `null`.
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// An integer number value.
+    public static func int(_ value: Int) -> JSONValue { .number(JSONNumber(value)) }
+}
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral,
+    ExpressibleByFloatLiteral
+{
+    public init(nilLiteral: ()) { self = .null }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(integerLiteral value: Int64) { self = .number(JSONNumber(value)) }
+    public init(floatLiteral value: Double) { self = JSONNumber(value).map { .number($0) } ?? .null }
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        var object = JSONObject()
+        for (key, value) in elements { object[key] = value }
+        self = .object(object)
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    /// Compact JSON text of the value.
+    public var description: String { String(decoding: JSONSerializer.serialize(self), as: UTF8.self) }
+}
+
+/// A JSON object that keeps its members in order (as parsed or as inserted).
+///
+/// Keys are unique: the parser rejects duplicate keys, and assigning an existing key replaces its value in place.
+/// Equality ignores member order.
+public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
+    /// The members, in order.
+    public private(set) var members: [Member]
+
+    /// One `"key": value` pair.
+    public struct Member: Sendable, Hashable {
+        public var key: String
+        public var value: JSONValue
+        public init(key: String, value: JSONValue) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// An empty object.
+    public init() { members = [] }
+
+    init(uncheckedMembers: [Member]) { members = uncheckedMembers }
+
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        members = []
+        for (key, value) in elements { self[key] = value }
+    }
+
+    /// Number of members.
+    public var count: Int { members.count }
+
+    /// Whether the object has no members.
+    public var isEmpty: Bool { members.isEmpty }
+
+    /// The keys in order.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The value for `key`; setting `nil` removes the member, setting a value replaces it in place or appends it.
+    public subscript(key: String) -> JSONValue? {
+        get {
+            for member in members where member.key == key { return member.value }
+            return nil
+        }
+        set {
+            if let index = members.firstIndex(where: { $0.key == key }) {
+                if let newValue {
+                    members[index].value = newValue
+                } else {
+                    members.remove(at: index)
+                }
+            } else if let newValue {
+                members.append(Member(key: key, value: newValue))
+            }
+        }
+    }
+
+    public func makeIterator() -> IndexingIterator<[Member]> { members.makeIterator() }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        guard lhs.members.count == rhs.members.count else { return false }
+        for member in lhs.members where rhs[member.key] != member.value { return false }
+        return true
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(members.count)
+        var keyHash = 0
+        for member in members { keyHash ^= member.key.hashValue }
+        hasher.combine(keyHash)
+    }
+}

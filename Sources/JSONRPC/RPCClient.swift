@@ -1,0 +1,373 @@
+// A pipelining JSON-RPC client over the same framing, on the process-wide client event loop.
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Client settings.
+public struct RPCClientConfiguration: Sendable {
+    /// Longest accepted incoming line (default 64 MiB); longer lines are dropped.
+    public var maxFrameBytes: Int = 64 << 20
+    /// Nesting limit when parsing incoming frames (default 512).
+    public var maxNestingDepth: Int = 512
+    public init() {}
+}
+
+/// A JSON-RPC 2.0 client: many calls in flight on one connection, matched by id.
+///
+/// Calls use integer ids 1, 2, 3, …; lines sent with `sendRaw` should use other ids (e.g. strings) so their
+/// answers are not mistaken for call results. Incoming lines that answer no pending call (and notifications, when
+/// no notification handler is set) are queued for `nextRawLine`.
+public final class RPCClient: Sendable {
+    struct State {
+        var nextID: Int64 = 1
+        var pending: [Int64: CheckedContinuation<JSONValue, any Error>] = [:]
+        var rawLines: [[UInt8]] = []
+        var rawWaiters: [(token: UInt64, continuation: CheckedContinuation<[UInt8]?, any Error>)] = []
+        var nextToken: UInt64 = 1
+        var closed = false
+        var notificationHandler: (@Sendable (RPCRequest) -> Void)? = nil
+    }
+
+    let loop: EventLoop
+    let channelID: UInt64
+    let configuration: RPCClientConfiguration
+    let state = Mutex(State())
+
+    init(loop: EventLoop, channelID: UInt64, configuration: RPCClientConfiguration) {
+        self.loop = loop
+        self.channelID = channelID
+        self.configuration = configuration
+    }
+
+    /// Connects to `unix:/path` or `tcp:HOST:PORT`.
+    public static func connect(to address: ListenAddress, configuration: RPCClientConfiguration = .init())
+        async throws -> RPCClient
+    {
+        let fd: Int32 = try await withCheckedThrowingContinuation { continuation in
+            // connect(2) blocks: do it on a short-lived thread, never on the cooperative pool.
+            let thread = Thread {
+                do throws(JSONRPCError) {
+                    continuation.resume(returning: try SocketAddress.connect(address))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+            thread.start()
+        }
+        return try await attach(readFD: fd, writeFD: fd, isSocket: true, configuration: configuration)
+    }
+
+    /// Connects to an address string (`unix:/path`, `tcp:127.0.0.1:7411`).
+    public static func connect(to address: String, configuration: RPCClientConfiguration = .init())
+        async throws -> RPCClient
+    {
+        try await connect(to: try ListenAddress(parsing: address), configuration: configuration)
+    }
+
+    /// Speaks over a pair of pipes, e.g. a spawned `offergate serve --stdio`: `readFD` is the child's stdout,
+    /// `writeFD` its stdin. The client takes ownership of both descriptors (makes them non-blocking, closes them).
+    public static func attach(readFD: Int32, writeFD: Int32, configuration: RPCClientConfiguration = .init())
+        async throws -> RPCClient
+    {
+        SocketAddress.setNonBlocking(readFD)
+        SocketAddress.setNonBlocking(writeFD)
+        return try await attach(readFD: readFD, writeFD: writeFD, isSocket: false, configuration: configuration)
+    }
+
+    /// Speaks over two `FileHandle`s, e.g. `(process.standardOutput as! Pipe).fileHandleForReading` and
+    /// `(process.standardInput as! Pipe).fileHandleForWriting`. The descriptors are duplicated, so the handles
+    /// keep theirs (close the write handle yourself only after `close()`/`finishWriting()`).
+    public static func attach(reading: FileHandle, writing: FileHandle, configuration: RPCClientConfiguration = .init())
+        async throws -> RPCClient
+    {
+        let readFD = dup(reading.fileDescriptor)
+        let writeFD = dup(writing.fileDescriptor)
+        guard readFD >= 0, writeFD >= 0 else {
+            if readFD >= 0 { Glibc.close(readFD) }
+            if writeFD >= 0 { Glibc.close(writeFD) }
+            throw SocketAddress.systemError("dup(2)")
+        }
+        SocketAddress.setCloseOnExec(readFD)
+        SocketAddress.setCloseOnExec(writeFD)
+        return try await attach(readFD: readFD, writeFD: writeFD, configuration: configuration)
+    }
+
+    /// Closes the connection when the last reference goes away.
+    deinit {
+        let loop = self.loop
+        let id = self.channelID
+        loop.execute {
+            guard let channel = loop.channels[id] else { return }
+            loop.closeChannel(channel, reason: "client_released")
+        }
+    }
+
+    static func attach(readFD: Int32, writeFD: Int32, isSocket: Bool, configuration: RPCClientConfiguration)
+        async throws -> RPCClient
+    {
+        guard let loop = EventLoop.shared else {
+            Glibc.close(readFD)
+            if writeFD != readFD { Glibc.close(writeFD) }
+            throw JSONRPCError(.system, "client event loop unavailable")
+        }
+        let box = ClientBox()
+        let id: UInt64 = await withCheckedContinuation { continuation in
+            loop.execute {
+                let connection = ClientConnection(box: box)
+                let channel = loop.addChannel(
+                    readFD: readFD, writeFD: writeFD, isSocket: isSocket, frameLimit: configuration.maxFrameBytes,
+                    maxInFlight: Int.max, idleTimeout: nil, handler: connection)
+                continuation.resume(returning: channel.id)
+            }
+        }
+        let client = RPCClient(loop: loop, channelID: id, configuration: configuration)
+        box.set(client)
+        return client
+    }
+
+    /// Whether the connection is closed.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Sets the handler for notifications the server sends (e.g. progress). Called on the client loop thread:
+    /// keep it short.
+    public func onNotification(_ handler: @escaping @Sendable (RPCRequest) -> Void) {
+        state.withLock { $0.notificationHandler = handler }
+    }
+
+    /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
+    /// (`.connectionClosed`) if the connection closes first, or `.timeout` after `timeout` (the late answer, if
+    /// any, is then ignored).
+    public func call(method: String, params: JSONValue? = nil, timeout: Duration) async throws -> JSONValue {
+        let idBox = Mutex<Int64?>(nil)
+        let timer = Task { [self] in
+            try await Task.sleep(for: timeout)
+            guard let id = idBox.withLock({ $0 }) else { return }
+            let continuation = self.state.withLock { $0.pending.removeValue(forKey: id) }
+            continuation?.resume(throwing: JSONRPCError(.timeout, "no response within \(timeout)"))
+        }
+        defer { timer.cancel() }
+        return try await call(method: method, params: params, idSink: { id in idBox.withLock { $0 = id } })
+    }
+
+    /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
+    /// (`.connectionClosed`) if the connection closes first.
+    public func call(method: String, params: JSONValue? = nil) async throws -> JSONValue {
+        try await call(method: method, params: params, idSink: nil)
+    }
+
+    func call(method: String, params: JSONValue?, idSink: (@Sendable (Int64) -> Void)?) async throws -> JSONValue {
+        try await withCheckedThrowingContinuation { continuation in
+            let id = state.withLock { s -> Int64? in
+                if s.closed { return nil }
+                let id = s.nextID
+                s.nextID += 1
+                s.pending[id] = continuation
+                return id
+            }
+            guard let id else {
+                continuation.resume(throwing: JSONRPCError(.connectionClosed, "connection is closed"))
+                return
+            }
+            idSink?(id)
+            var bytes = JSONSerializer.serialize(RPCRequest(method: method, params: params, id: .int(id)).json)
+            bytes.append(0x0A)
+            send(bytes)
+        }
+    }
+
+    /// Calls `method` with `Encodable` params and decodes the result.
+    public func call<Params: Encodable, Result: Decodable>(
+        method: String, params: Params, as type: Result.Type
+    ) async throws -> Result {
+        let value = try await call(method: method, params: try JSONValueEncoder().encode(params))
+        return try JSONValueDecoder().decode(Result.self, from: value)
+    }
+
+    /// Sends a notification (no response expected).
+    public func notify(method: String, params: JSONValue? = nil) throws {
+        guard !isClosed else { throw JSONRPCError(.connectionClosed, "connection is closed") }
+        var bytes = JSONSerializer.serialize(RPCRequest(method: method, params: params, id: nil).json)
+        bytes.append(0x0A)
+        send(bytes)
+    }
+
+    /// Sends bytes exactly as given (no newline added): for conformance tests.
+    public func sendRaw(bytes: [UInt8]) throws {
+        guard !isClosed else { throw JSONRPCError(.connectionClosed, "connection is closed") }
+        send(bytes)
+    }
+
+    /// Sends one line: `line` plus `\n`.
+    public func sendRaw(_ line: String) throws {
+        try sendRaw(bytes: Array(line.utf8) + [0x0A])
+    }
+
+    /// The next incoming line that answered no pending call (without its newline); `nil` once the connection is
+    /// closed and no lines are left. Throws `JSONRPCError(.protocolViolation, "timeout")` after `timeout`.
+    public func nextRawLine(timeout: Duration = .seconds(10)) async throws -> [UInt8]? {
+        let token = state.withLock { s -> UInt64 in
+            let t = s.nextToken
+            s.nextToken += 1
+            return t
+        }
+        let timer = Task { [self] in
+            try await Task.sleep(for: timeout)
+            let waiter = self.state.withLock { s -> CheckedContinuation<[UInt8]?, any Error>? in
+                guard let index = s.rawWaiters.firstIndex(where: { $0.token == token }) else { return nil }
+                return s.rawWaiters.remove(at: index).continuation
+            }
+            waiter?.resume(throwing: JSONRPCError(.protocolViolation, "timeout waiting for a line"))
+        }
+        defer { timer.cancel() }
+        return try await withCheckedThrowingContinuation { continuation in
+            let immediate = state.withLock { s -> [UInt8]?? in
+                if !s.rawLines.isEmpty { return .some(s.rawLines.removeFirst()) }
+                if s.closed { return .some(nil) }
+                s.rawWaiters.append((token, continuation))
+                return nil
+            }
+            if let immediate { continuation.resume(returning: immediate) }
+        }
+    }
+
+    /// Parses the next raw line as JSON.
+    public func nextRawValue(timeout: Duration = .seconds(10)) async throws -> JSONValue? {
+        guard let line = try await nextRawLine(timeout: timeout) else { return nil }
+        return try JSONParsing.parse(line, maxDepth: configuration.maxNestingDepth)
+    }
+
+    /// Half-closes the write side after what was sent so far (socket: shutdown(SHUT_WR); pipe: closes the write
+    /// end): the server sees EOF, finishes in-flight requests, answers them, and closes. Responses still arrive.
+    public func finishWriting() {
+        loop.execute { [loop, channelID] in
+            guard let channel = loop.channels[channelID] else { return }
+            if channel.pendingOut == 0 {
+                loop.shutdownWrite(channel)
+            } else {
+                channel.shutdownWriteWhenFlushed = true
+            }
+        }
+    }
+
+    /// Closes the connection; pending calls fail with `.connectionClosed`.
+    public func close() {
+        loop.execute { [loop, channelID] in
+            guard let channel = loop.channels[channelID] else { return }
+            loop.closeChannel(channel, reason: "closed_by_client")
+        }
+    }
+
+    func send(_ bytes: [UInt8]) {
+        loop.execute { [loop, channelID] in loop.write(channelID, bytes) }
+    }
+
+    // MARK: Loop thread
+
+    func received(_ frame: [UInt8]) {
+        guard let value = try? JSONParsing.parse(frame, maxDepth: configuration.maxNestingDepth) else {
+            deliverRaw(frame)
+            return
+        }
+        switch value {
+        case .object(let object) where object["method"] != nil:
+            let handler = state.withLock { $0.notificationHandler }
+            if let handler, case .success(let request) = RPCRequest.validate(value), request.isNotification {
+                handler(request)
+            } else {
+                deliverRaw(frame)
+            }
+        case .object:
+            if !resolve(value) { deliverRaw(frame) }
+        case .array(let elements):
+            var allMatched = !elements.isEmpty
+            for element in elements where !resolve(element) { allMatched = false }
+            if !allMatched { deliverRaw(frame) }
+        default:
+            deliverRaw(frame)
+        }
+    }
+
+    func resolve(_ value: JSONValue) -> Bool {
+        guard let response = RPCResponse(json: value), case .number(let number) = response.id,
+            let id = number.int64
+        else { return false }
+        guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return false }
+        switch response.result {
+        case .success(let result): continuation.resume(returning: result)
+        case .failure(let error): continuation.resume(throwing: error)
+        }
+        return true
+    }
+
+    func deliverRaw(_ line: [UInt8]) {
+        let waiter = state.withLock { s -> CheckedContinuation<[UInt8]?, any Error>? in
+            if !s.rawWaiters.isEmpty { return s.rawWaiters.removeFirst().continuation }
+            s.rawLines.append(line)
+            return nil
+        }
+        waiter?.resume(returning: line)
+    }
+
+    func closed() {
+        let (pending, waiters) = state.withLock { s in
+            s.closed = true
+            defer {
+                s.pending = [:]
+                s.rawWaiters = []
+            }
+            return (s.pending, s.rawWaiters)
+        }
+        for (_, continuation) in pending {
+            continuation.resume(throwing: JSONRPCError(.connectionClosed, "connection closed before the response"))
+        }
+        for waiter in waiters { waiter.continuation.resume(returning: nil) }
+    }
+}
+
+/// Points the loop-side handler at its client (weakly, so dropping the last reference closes the connection).
+final class ClientBox: Sendable {
+    struct Ref {
+        weak var client: RPCClient?
+        var closedEarly = false
+    }
+
+    let state = Mutex(Ref())
+
+    func set(_ client: RPCClient) {
+        let closedEarly = state.withLock { s -> Bool in
+            s.client = client
+            return s.closedEarly
+        }
+        if closedEarly { client.closed() }
+    }
+
+    var client: RPCClient? { state.withLock { $0.client } }
+
+    func markClosed() -> RPCClient? {
+        state.withLock { s in
+            if s.client == nil { s.closedEarly = true }
+            return s.client
+        }
+    }
+}
+
+/// The loop-side owner of a client connection.
+final class ClientConnection: ChannelHandler {
+    let box: ClientBox
+    init(box: ClientBox) { self.box = box }
+
+    func channelFrame(_ frame: [UInt8], channel: Channel) -> Bool {
+        // The client is set before any request is sent, so a missing client means a line nobody asked for.
+        box.client?.received(frame)
+        return false
+    }
+
+    func channelFrameTooLarge(channel: Channel) {}
+
+    func channelClosed(channel: Channel, reason: String) {
+        box.markClosed()?.closed()
+    }
+}

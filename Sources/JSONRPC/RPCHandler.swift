@@ -1,0 +1,217 @@
+// What the gateway implements: a handler of requests with a per-connection session.
+import Synchronization
+
+/// Handles JSON-RPC requests. One `Session` is made per connection (e.g. to hold authentication state).
+///
+/// Requests of one connection run concurrently (pipelining); a notification (`request.id == nil`) is handled but
+/// its result is dropped. Return `.failure(RPCError)` for errors; the connection survives any handler outcome.
+public protocol RPCHandler: Sendable {
+    /// Per-connection state.
+    associatedtype Session: Sendable
+
+    /// Called once when a connection opens (on the transport thread: keep it cheap, no blocking).
+    func makeSession(_ info: ConnectionInfo) -> Session
+
+    /// Handles one request (or notification).
+    func handle(_ request: RPCRequest, session: Session, context: RPCContext) async -> Result<JSONValue, RPCError>
+
+    /// Called once after the connection closed and all its in-flight requests finished.
+    func sessionEnded(_ session: Session)
+}
+
+extension RPCHandler {
+    public func sessionEnded(_ session: Session) {}
+}
+
+/// Describes a connection, for sessions and logs.
+public struct ConnectionInfo: Sendable, Hashable, CustomStringConvertible {
+    /// The transport kind.
+    public enum Transport: String, Sendable, Hashable {
+        case stdio, unix, tcp
+    }
+
+    /// Unique per server process.
+    public let id: UInt64
+    public let transport: Transport
+    /// The listen address the connection came through (`nil` for stdio).
+    public let listenAddress: ListenAddress?
+    /// `host:port` of a TCP peer; `nil` otherwise.
+    public let peer: String?
+
+    public init(id: UInt64, transport: Transport, listenAddress: ListenAddress?, peer: String?) {
+        self.id = id
+        self.transport = transport
+        self.listenAddress = listenAddress
+        self.peer = peer
+    }
+
+    public var description: String {
+        "conn#\(id)(\(transport.rawValue)\(peer.map { " " + $0 } ?? ""))"
+    }
+}
+
+/// Per-request context: who is asking, and a way to send notifications back on the same connection.
+public struct RPCContext: Sendable {
+    /// The connection the request came on.
+    public let connection: ConnectionInfo
+    /// The request id (`nil` for notifications).
+    public let requestID: RPCID?
+    let sendFrame: @Sendable ([UInt8]) -> Void
+
+    /// Creates a context (for tests of handlers): `sendFrame` receives each outgoing frame including its `\n`.
+    public init(connection: ConnectionInfo, requestID: RPCID?, sendFrame: @escaping @Sendable ([UInt8]) -> Void) {
+        self.connection = connection
+        self.requestID = requestID
+        self.sendFrame = sendFrame
+    }
+
+    /// Sends a notification (`{"jsonrpc":"2.0","method","params"}`) to the peer, e.g. progress of a long call.
+    public func notify(method: String, params: JSONValue? = nil) {
+        var bytes = JSONSerializer.serialize(RPCRequest(method: method, params: params, id: nil).json)
+        bytes.append(0x0A)
+        sendFrame(bytes)
+    }
+}
+
+/// Connection-level events for logs. Never carries payloads.
+public enum RPCLogEvent: Sendable, Hashable {
+    case listening(ListenAddress)
+    case accepted(ConnectionInfo)
+    case closed(ConnectionInfo, reason: String)
+    /// A connection was refused (e.g. `reason: "connection_limit"`).
+    case refused(ListenAddress, reason: String)
+    case frameTooLarge(ConnectionInfo)
+    case shutdownStarted
+    /// Shutdown finished; `forcedConnections` were closed with requests still in flight.
+    case shutdownFinished(forcedConnections: Int)
+}
+
+/// Receives connection-level log events (called on transport threads: keep it cheap).
+public typealias RPCLogHandler = @Sendable (RPCLogEvent) -> Void
+
+/// Server settings.
+public struct RPCServerConfiguration: Sendable {
+    /// Longest accepted line in bytes (default 1 MiB).
+    public var maxFrameBytes: Int = 1 << 20
+    /// Requests (or batches) in flight per connection before reading pauses (default 128).
+    public var maxInFlightPerConnection: Int = 128
+    /// Connections accepted at once over all listeners (default 10,000); more are closed right away.
+    public var maxConnections: Int = 10_000
+    /// Close connections with no traffic and nothing in flight for this many seconds (`nil`: never).
+    public var idleTimeout: Double? = nil
+    /// JSON nesting limit for incoming frames (default 64).
+    public var maxNestingDepth: Int = JSONParsing.defaultMaxDepth
+    /// Permissions of Unix socket files (default 0660).
+    public var unixSocketPermissions: UInt32 = 0o660
+    /// Connection-level log events.
+    public var logger: RPCLogHandler? = nil
+
+    public init() {}
+}
+
+/// Runs one connection's requests: parse, dispatch to the handler, serialize. Transport-independent.
+final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
+    let handler: Handler
+    let session: Handler.Session
+    let info: ConnectionInfo
+    let maxDepth: Int
+    let sendFrame: @Sendable ([UInt8]) -> Void
+    let complete: @Sendable ([UInt8]?) -> Void
+    /// (in flight, closed, ended): `sessionEnded` fires once when closed and nothing is in flight.
+    let state = Mutex<(inFlight: Int, closed: Bool, ended: Bool)>((0, false, false))
+
+    init(
+        handler: Handler, info: ConnectionInfo, maxDepth: Int, sendFrame: @escaping @Sendable ([UInt8]) -> Void,
+        complete: @escaping @Sendable ([UInt8]?) -> Void
+    ) {
+        self.handler = handler
+        self.session = handler.makeSession(info)
+        self.info = info
+        self.maxDepth = maxDepth
+        self.sendFrame = sendFrame
+        self.complete = complete
+    }
+
+    /// Starts handling one frame; `complete` is called exactly once with the response frame (or nil).
+    func dispatch(_ frame: [UInt8]) {
+        state.withLock { $0.inFlight += 1 }
+        Task {
+            let response = await self.process(frame)
+            self.complete(response)
+            self.finishedOne()
+        }
+    }
+
+    func finishedOne() {
+        let end = state.withLock { s -> Bool in
+            s.inFlight -= 1
+            if s.closed && s.inFlight == 0 && !s.ended {
+                s.ended = true
+                return true
+            }
+            return false
+        }
+        if end { handler.sessionEnded(session) }
+    }
+
+    /// The transport closed; ends the session now or after the last in-flight request.
+    func closed() {
+        let end = state.withLock { s -> Bool in
+            s.closed = true
+            if s.inFlight == 0 && !s.ended {
+                s.ended = true
+                return true
+            }
+            return false
+        }
+        if end { handler.sessionEnded(session) }
+    }
+
+    func process(_ frame: [UInt8]) async -> [UInt8]? {
+        switch RPCInbound.classify(frame, maxDepth: maxDepth) {
+        case .reject(let response):
+            return Self.frame(response)
+        case .single(let entry):
+            guard let response = await run(entry) else { return nil }
+            return Self.frame(response)
+        case .batch(let entries):
+            let responses = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
+                for (index, entry) in entries.enumerated() {
+                    group.addTask { (index, await self.run(entry)) }
+                }
+                var collected = [RPCResponse?](repeating: nil, count: entries.count)
+                for await (index, response) in group { collected[index] = response }
+                return collected.compactMap { $0 }
+            }
+            if responses.isEmpty { return nil }
+            var bytes: [UInt8] = [UInt8(ascii: "[")]
+            for (index, response) in responses.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                response.append(to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+            bytes.append(0x0A)
+            return bytes
+        }
+    }
+
+    func run(_ entry: RPCInbound.Entry) async -> RPCResponse? {
+        switch entry {
+        case .invalid(let invalid):
+            return RPCResponse(id: invalid.id ?? .null, result: .failure(invalid.error))
+        case .request(let request):
+            let context = RPCContext(connection: info, requestID: request.id, sendFrame: sendFrame)
+            let result = await handler.handle(request, session: session, context: context)
+            guard let id = request.id else { return nil }
+            return RPCResponse(id: id, result: result)
+        }
+    }
+
+    static func frame(_ response: RPCResponse) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(96)
+        response.append(to: &bytes)
+        bytes.append(0x0A)
+        return bytes
+    }
+}

@@ -1,0 +1,218 @@
+// The server: listeners and connections on a dedicated epoll thread, handlers on Swift tasks.
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A JSON-RPC 2.0 server over newline-delimited frames, on Unix sockets, TCP and stdio.
+///
+/// Socket IO runs on one dedicated epoll thread (non-blocking sockets, per-connection read buffer and write queue);
+/// complete frames are parsed and handled on Swift tasks, and responses are written back through the loop.
+/// Requests of one connection run concurrently up to `maxInFlightPerConnection`; beyond that the connection is
+/// not read until one completes (back-pressure).
+///
+/// Lifecycle: `listen(_:)` (any number of times), then `run()` until `shutdown(gracePeriod:)`.
+public final class RPCServer<Handler: RPCHandler>: Sendable {
+    let handler: Handler
+    let configuration: RPCServerConfiguration
+    let loop: EventLoop
+    let loopState: ServerLoopState<Handler>
+    let connections = Atomic<Int>(0)
+    let stdioInFlight = Atomic<Int>(0)
+    let lifecycle = Mutex<Lifecycle>(Lifecycle())
+
+    struct Lifecycle {
+        var shuttingDown = false
+        var finished = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var stdioStops: [@Sendable () -> Void] = []
+        var boundAddresses: [ListenAddress] = []
+    }
+
+    /// Creates a server (no thread runs until the first `listen`).
+    public init(handler: Handler, configuration: RPCServerConfiguration = RPCServerConfiguration())
+        throws(JSONRPCError)
+    {
+        self.handler = handler
+        self.configuration = configuration
+        self.loop = try EventLoop(name: "jsonrpc-server-loop")
+        self.loopState = ServerLoopState()
+    }
+
+    /// Number of open socket connections.
+    public var connectionCount: Int { connections.load(ordering: .relaxed) }
+
+    /// The addresses bound so far (TCP port 0 resolved to the real port).
+    public var boundAddresses: [ListenAddress] { lifecycle.withLock { $0.boundAddresses } }
+
+    /// Starts listening on `address` and returns the bound address (with the ephemeral port for `tcp:…:0`).
+    /// A stale Unix socket file is replaced; the socket file gets `unixSocketPermissions` and is unlinked at shutdown.
+    @discardableResult
+    public func listen(_ address: ListenAddress) throws(JSONRPCError) -> ListenAddress {
+        guard !lifecycle.withLock({ $0.shuttingDown }) else {
+            throw JSONRPCError(.notRunning, "server is shutting down")
+        }
+        let (fd, bound) = try SocketAddress.listen(address, permissions: mode_t(configuration.unixSocketPermissions))
+        lifecycle.withLock { $0.boundAddresses.append(bound) }
+        loop.start()
+        loop.execute { [self] in
+            let id = self.loop.addListener(fd: fd, address: bound) { [self] clientFD in
+                self.accepted(clientFD, via: bound)
+            }
+            let logger = self.configuration.logger
+            self.loop.listeners[id]?.onError = { reason in logger?(.refused(bound, reason: reason)) }
+            self.loopState.listenerIDs.append(id)
+        }
+        configuration.logger?(.listening(bound))
+        return bound
+    }
+
+    /// Waits until `shutdown` has finished.
+    public func run() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = lifecycle.withLock { state -> Bool in
+                if state.finished { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Stops accepting, stops reading, lets in-flight requests finish and their responses be written for up to
+    /// `gracePeriod`, then closes every connection and removes Unix socket files. Returns when done; idempotent.
+    public func shutdown(gracePeriod: Duration) async {
+        let first = lifecycle.withLock { state -> Bool in
+            if state.shuttingDown { return false }
+            state.shuttingDown = true
+            return true
+        }
+        guard first else {
+            await run()
+            return
+        }
+        configuration.logger?(.shutdownStarted)
+        loop.start()
+        loop.execute { [self] in
+            for id in self.loopState.listenerIDs { self.loop.removeListener(id) }
+            self.loopState.listenerIDs.removeAll()
+            self.loopState.shuttingDown = true
+            for channel in Array(self.loop.channels.values) { self.loop.drain(channel) }
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: gracePeriod)
+        while clock.now < deadline && (connectionCount > 0 || stdioInFlight.load(ordering: .relaxed) > 0) {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let forced = connectionCount
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.stop { continuation.resume() }
+        }
+        let (waiters, stdioStops) = lifecycle.withLock { state in
+            state.finished = true
+            defer {
+                state.waiters = []
+                state.stdioStops = []
+            }
+            return (state.waiters, state.stdioStops)
+        }
+        for stop in stdioStops { stop() }
+        configuration.logger?(.shutdownFinished(forcedConnections: forced))
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: Loop thread
+
+    func accepted(_ fd: Int32, via address: ListenAddress) {
+        if loopState.shuttingDown || connections.load(ordering: .relaxed) >= configuration.maxConnections {
+            configuration.logger?(
+                .refused(address, reason: loopState.shuttingDown ? "shutting_down" : "connection_limit"))
+            close(fd)
+            return
+        }
+        let transport: ConnectionInfo.Transport
+        let peer: String?
+        switch address {
+        case .unix:
+            transport = .unix
+            peer = nil
+        case .tcp:
+            transport = .tcp
+            peer = SocketAddress.peerDescription(fd)
+        }
+        let connection = ServerConnection<Handler>(server: self)
+        let channel = loop.addChannel(
+            readFD: fd, writeFD: fd, isSocket: true, frameLimit: configuration.maxFrameBytes,
+            maxInFlight: configuration.maxInFlightPerConnection, idleTimeout: configuration.idleTimeout,
+            handler: connection)
+        let info = ConnectionInfo(
+            id: ConnectionIDs.next(), transport: transport, listenAddress: address, peer: peer)
+        let channelID = channel.id
+        let loop = self.loop
+        connection.info = info
+        connection.dispatcher = ConnectionDispatcher(
+            handler: handler, info: info, maxDepth: configuration.maxNestingDepth,
+            sendFrame: { bytes in loop.execute { loop.write(channelID, bytes) } },
+            complete: { bytes in loop.execute { loop.complete(channelID, response: bytes) } })
+        connections.add(1, ordering: .relaxed)
+        configuration.logger?(.accepted(info))
+    }
+}
+
+/// Server state touched only on the server's loop thread (hence `@unchecked Sendable`: no other thread reads it).
+final class ServerLoopState<Handler: RPCHandler>: @unchecked Sendable {
+    var listenerIDs: [UInt64] = []
+    var shuttingDown = false
+}
+
+enum ConnectionIDs {
+    static let counter = Atomic<UInt64>(0)
+    static func next() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
+}
+
+/// The loop-side owner of one server connection.
+final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
+    let server: RPCServer<Handler>
+    var dispatcher: ConnectionDispatcher<Handler>?
+    var info: ConnectionInfo?
+
+    init(server: RPCServer<Handler>) { self.server = server }
+
+    func channelFrame(_ frame: [UInt8], channel: Channel) -> Bool {
+        guard let dispatcher else { return false }
+        dispatcher.dispatch(frame)
+        return true
+    }
+
+    func channelFrameTooLarge(channel: Channel) {
+        let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: channel.framer.limit)))
+        server.loop.write(channel, ConnectionDispatcher<Handler>.frame(response))
+        if let info { server.configuration.logger?(.frameTooLarge(info)) }
+    }
+
+    func channelClosed(channel: Channel, reason: String) {
+        server.connections.subtract(1, ordering: .relaxed)
+        dispatcher?.closed()
+        if let info { server.configuration.logger?(.closed(info, reason: reason)) }
+    }
+}
+
+/// Process-wide limits that a server with thousands of connections needs.
+public enum ProcessLimits {
+    /// Raises the soft limit of open file descriptors to `wanted` (capped by the hard limit) and returns the new
+    /// soft limit. Each connection costs one descriptor; the default soft limit is often 1,024.
+    @discardableResult
+    public static func raiseOpenFileLimit(to wanted: Int = 65_536) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
+        let target = min(rlim_t(max(wanted, 0)), limit.rlim_max)
+        if limit.rlim_cur < target {
+            limit.rlim_cur = target
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return Int(clamping: limit.rlim_cur)
+    }
+}

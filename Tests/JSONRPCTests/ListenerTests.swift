@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+@testable import JSONRPC
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite struct ListenerTests {
+    @Test func staleSocketFileIsReplacedButLiveOneAndRegularFileAreNot() async throws {
+        let path = tempSocketPath()
+        // A stale socket file: bound, never listened/closed.
+        let stale = try RPCServer(handler: TestHandler())
+        try stale.listen(.unix(path: path))
+        let live = try RPCServer(handler: TestHandler())
+        do {
+            try live.listen(.unix(path: path))
+            Issue.record("a live socket was taken over")
+        } catch {
+            #expect(error.code == .invalidAddress)
+        }
+        // Simulate a crashed server: the file remains but nobody listens.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        await stale.shutdown(gracePeriod: .milliseconds(100))
+        #expect(access(path, F_OK) != 0)
+        try SocketAddress.withSockaddr(.unix(path: path)) { sa, len, _ in _ = bind(fd, sa, len) }
+        close(fd)
+        #expect(access(path, F_OK) == 0)
+        let bound = try live.listen(.unix(path: path))
+        let client = try await RPCClient.connect(to: bound)
+        #expect(try await client.call(method: "echo", params: [1]) == [1])
+        client.close()
+        await live.shutdown(gracePeriod: .seconds(1))
+
+        let filePath = tempSocketPath()
+        #expect(FileManager.default.createFile(atPath: filePath, contents: Data("keep".utf8)))
+        defer { unlink(filePath) }
+        let server = try RPCServer(handler: TestHandler())
+        #expect(throws: JSONRPCError.self) { try server.listen(.unix(path: filePath)) }
+        #expect(FileManager.default.contents(atPath: filePath) == Data("keep".utf8))
+        await server.shutdown(gracePeriod: .milliseconds(10))
+    }
+
+    @Test func tcpEphemeralPortIsReportedAndListenAfterShutdownFails() async throws {
+        let server = try RPCServer(handler: TestHandler())
+        let bound = try server.listen(.tcp(host: "127.0.0.1", port: 0))
+        guard case .tcp(_, let port) = bound else {
+            Issue.record("not tcp")
+            return
+        }
+        #expect(port != 0)
+        #expect(server.boundAddresses == [bound])
+        await server.shutdown(gracePeriod: .milliseconds(10))
+        #expect(throws: JSONRPCError.self) { try server.listen(.tcp(host: "127.0.0.1", port: 0)) }
+    }
+
+    @Test func stdioShutdownFlushesInFlightResponses() async throws {
+        var toServer: [Int32] = [0, 0]
+        var fromServer: [Int32] = [0, 0]
+        #expect(pipe(&toServer) == 0)
+        #expect(pipe(&fromServer) == 0)
+        let server = try RPCServer(handler: TestHandler())
+        let input = toServer[0]
+        let output = fromServer[1]
+        let served = Task { await server.serveStdio(input: input, output: output) }
+        let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
+        #expect(try await client.call(method: "echo", params: [0]) == [0])
+        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"sleep\",\"params\":{\"ms\":200},\"id\":\"s\"}")
+        try await Task.sleep(for: .milliseconds(50))
+        await server.shutdown(gracePeriod: .seconds(3))
+        await served.value
+        #expect(try await nextValue(client)["id"] == "s")
+        client.close()
+        close(input)
+        close(output)
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import JSONRPC
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Per-connection state of the test handler: counts concurrency.
+final class TestSession: Sendable {
+    let counters = Mutex<(current: Int, max: Int, notifications: Int)>((0, 0, 0))
+}
+
+/// A handler with methods that echo, sleep, fail, and measure per-connection concurrency.
+final class TestHandler: RPCHandler {
+    let endedSessions = Atomic<Int>(0)
+    let globalMax = Mutex<Int>(0)
+
+    func makeSession(_ info: ConnectionInfo) -> TestSession { TestSession() }
+
+    func sessionEnded(_ session: TestSession) { endedSessions.add(1, ordering: .relaxed) }
+
+    func handle(_ request: RPCRequest, session: TestSession, context: RPCContext) async -> Result<JSONValue, RPCError> {
+        switch request.method {
+        case "echo":
+            return .success(request.params ?? .null)
+        case "sleep":
+            struct P: Decodable {
+                var ms: Int
+                var value: JSONValue?
+            }
+            let p: P
+            do { p = try request.decodeParams(P.self) } catch { return .failure(error) }
+            try? await Task.sleep(for: .milliseconds(p.ms))
+            return .success(p.value ?? .int(p.ms))
+        case "internal":
+            return .failure(.internalError())
+        case "fail":
+            return .failure(RPCError(code: -32050, message: "Unavailable", reason: "database_down", retryable: true))
+        case "concurrency":
+            let now = session.counters.withLock { c -> Int in
+                c.current += 1
+                c.max = max(c.max, c.current)
+                return c.current
+            }
+            globalMax.withLock { $0 = max($0, now) }
+            try? await Task.sleep(for: .milliseconds(20))
+            session.counters.withLock { $0.current -= 1 }
+            return .success(.int(now))
+        case "maxConcurrency":
+            return .success(.int(session.counters.withLock { $0.max }))
+        case "note":
+            session.counters.withLock { $0.notifications += 1 }
+            return .success(.null)
+        case "noteCount":
+            return .success(.int(session.counters.withLock { $0.notifications }))
+        case "progress":
+            for step in 1...3 { context.notify(method: "progress", params: ["step": .int(step)]) }
+            return .success("done")
+        case "typed":
+            struct P: Decodable {
+                struct Item: Decodable { var price: String }
+                var offers: [Item]
+            }
+            do {
+                let p = try request.decodeParams(P.self)
+                return .success(.int(p.offers.count))
+            } catch {
+                return .failure(error)
+            }
+        default:
+            return .failure(.methodNotFound(request.method))
+        }
+    }
+}
+
+/// A unique Unix socket path under /tmp (short enough for sun_path).
+func tempSocketPath() -> String {
+    "/tmp/jrpc-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+}
+
+/// The transports every end-to-end test runs over.
+enum Transport: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case unix, tcp
+    var testDescription: String { rawValue }
+
+    func address() -> ListenAddress {
+        switch self {
+        case .unix: return .unix(path: tempSocketPath())
+        case .tcp: return .tcp(host: "127.0.0.1", port: 0)
+        }
+    }
+}
+
+/// Starts a server on `transport`, runs `body` with it and its bound address, then shuts it down.
+func withServer<R>(
+    _ transport: Transport, configuration: RPCServerConfiguration = RPCServerConfiguration(),
+    handler: TestHandler = TestHandler(),
+    _ body: (RPCServer<TestHandler>, ListenAddress) async throws -> R
+) async throws -> R {
+    let server = try RPCServer(handler: handler, configuration: configuration)
+    let bound = try server.listen(transport.address())
+    do {
+        let result = try await body(server, bound)
+        await server.shutdown(gracePeriod: .seconds(2))
+        return result
+    } catch {
+        await server.shutdown(gracePeriod: .seconds(2))
+        throw error
+    }
+}
+
+/// Reads raw lines until one parses; helper that fails on timeout/EOF.
+func nextValue(_ client: RPCClient, timeout: Duration = .seconds(10)) async throws -> JSONValue {
+    guard let value = try await client.nextRawValue(timeout: timeout) else {
+        throw JSONRPCError(.connectionClosed, "EOF while waiting for a line")
+    }
+    return value
+}
+
+/// Waits (polling) until `condition` holds or `timeout` passes; returns whether it held.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while clock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+/// A server configuration with some fields changed.
+func serverConfig(_ change: (inout RPCServerConfiguration) -> Void) -> RPCServerConfiguration {
+    var configuration = RPCServerConfiguration()
+    change(&configuration)
+    return configuration
+}
