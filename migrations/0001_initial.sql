@@ -103,6 +103,8 @@ CREATE TABLE offers (
            OR months_since_lapse_min <= months_since_lapse_max),
     CHECK (type = 'winBack' OR (min_paid_months IS NULL AND months_since_lapse_min IS NULL
                                 AND months_since_lapse_max IS NULL AND wait_between_offers_months IS NULL)),
+    CHECK (type <> 'winBack' OR (min_paid_months IS NOT NULL AND months_since_lapse_min IS NOT NULL
+                                 AND months_since_lapse_max IS NOT NULL)),
     CHECK (type = 'promotional' OR audience IS NULL)
 );
 CREATE INDEX offers_by_product ON offers (tenant_id, product_id);
@@ -130,7 +132,7 @@ CREATE TABLE subscription_transactions (
     tenant_id                 uuid        NOT NULL,
     transaction_id            text        NOT NULL CHECK (length(transaction_id) BETWEEN 1 AND 100),
     original_transaction_id   text        CHECK (original_transaction_id IS NULL OR length(original_transaction_id) <= 100),
-    customer_id               text        NOT NULL CHECK (length(customer_id) BETWEEN 1 AND 200),
+    customer_id               text        NOT NULL CHECK (octet_length(customer_id) BETWEEN 1 AND 256),
     product_id                text        NOT NULL,
     purchase_date             timestamptz NOT NULL,
     expires_date              timestamptz NOT NULL,

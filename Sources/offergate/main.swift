@@ -1,1 +1,273 @@
-print("offergate: not yet")
+// offergate: the gateway executable. It parses its command line and wires the modules together; everything else
+// lives in OfferGateway, OfferStore, Postgres, OfferCrypto and JSONRPC.
+import CLIKit
+import Dispatch
+import Foundation
+import JSONRPC
+import OfferCrypto
+import OfferGateway
+import OfferStore
+import Postgres
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+let databaseOptions: [OptionSpec] = [
+    .option(
+        "database-url", "URL", "PostgreSQL connection string or URI; without it an embedded cluster is used.",
+        environment: "DATABASE_URL"),
+    .option(
+        "data-dir", "DIR",
+        "Embedded mode: where the cluster, its socket and the generated keys live (default: /var/lib/offergate for root, else ~/.local/share/offergate).",
+        environment: "OFFERGATE_DATA_DIR"),
+]
+
+let serveSpec = CommandSpec(
+    "serve", abstract: "Run the gateway.",
+    discussion: """
+        Serves newline-delimited JSON-RPC 2.0 on stdin/stdout (--stdio) and/or on sockets (--listen, repeatable).
+        Logs go to stderr as JSON lines. SIGTERM/SIGINT stop accepting, finish requests in flight (bounded by
+        --shutdown-grace) and exit 0. The schema is migrated at start unless --no-migrate is given.
+        Secrets come from the environment or files, never from flags: OFFERGATE_ADMIN_KEY (the operators' API key)
+        and OFFERGATE_MASTER_KEY (32 bytes, base64: seals tenants' signing keys). In embedded mode both are created
+        once under the data directory (admin.key, master.key, mode 0600) when not given.
+        """,
+    options: databaseOptions + [
+        .flag("stdio", "Serve JSON-RPC on stdin/stdout."),
+        .option("listen", "ADDR", "Listen on unix:PATH or tcp:HOST:PORT (TCP defaults to 127.0.0.1).", repeatable: true),
+        .option("admin-key-file", "FILE", "Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY."),
+        .option(
+            "master-key-file", "FILE",
+            "Read (or create, mode 0600) the master key in FILE instead of OFFERGATE_MASTER_KEY."),
+        .option("max-connections", "N", "Connections accepted at once.", default: "10000"),
+        .option("idle-timeout", "SECONDS", "Close connections idle this long (0: never).", default: "300"),
+        .option("max-in-flight", "N", "Requests in flight per connection before reading pauses.", default: "128"),
+        .option("frame-limit", "BYTES", "Longest request line accepted.", default: "1048576"),
+        .option("rate-limit", "PER_SECOND", "Requests a second per tenant (0: unlimited).", default: "0"),
+        .option("rate-burst", "N", "Requests a tenant may send at once after a pause (default: the rate)."),
+        .option("pool-size", "N", "PostgreSQL connections in the pool.", default: "16"),
+        .option("shutdown-grace", "SECONDS", "How long in-flight requests may take at shutdown.", default: "10"),
+        .option("log-level", "LEVEL", "debug, info, warning or error.", environment: "OFFERGATE_LOG_LEVEL", default: "info"),
+        .flag("quiet-requests", "Log each request at debug instead of info level."),
+        .flag("no-migrate", "Do not apply pending schema migrations at start."),
+    ])
+
+let migrateSpec = CommandSpec(
+    "migrate", abstract: "Apply pending schema migrations and exit.",
+    discussion: "Idempotent, and safe when several processes migrate at once (an advisory lock serialises them).",
+    options: databaseOptions)
+
+let rootSpec = CommandSpec(
+    "offergate", abstract: "OfferGate: a multi-tenant gateway for App Store subscription offers.",
+    subcommands: [serveSpec, migrateSpec])
+
+/// A runtime failure: message on stderr, exit 1.
+struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
+}
+
+/// The database the gateway uses: a given URL, or the embedded cluster (started here, stopped at exit).
+struct DatabaseChoice {
+    let url: String
+    let embedded: EmbeddedPostgres?
+    let startedEmbedded: Bool
+
+    static func resolve(_ command: ParsedCommand) throws -> DatabaseChoice {
+        if let url = command.value("database-url") {
+            return DatabaseChoice(url: url, embedded: nil, startedEmbedded: false)
+        }
+        let base = command.value("data-dir").map { URL(fileURLWithPath: $0) } ?? EmbeddedPostgres.defaultBaseDirectory()
+        do {
+            let cluster = try EmbeddedPostgres(baseDirectory: base)
+            let started = try cluster.start()
+            return DatabaseChoice(url: cluster.connectionString, embedded: cluster, startedEmbedded: started)
+        } catch {
+            throw Failure("embedded PostgreSQL: \(error)")
+        }
+    }
+
+    func stop(_ logger: Logger) {
+        guard let embedded, startedEmbedded else { return }
+        do {
+            try embedded.stop()
+        } catch {
+            logger.error("could not stop the embedded PostgreSQL: \(error)")
+        }
+    }
+}
+
+/// Reads a secret from a file, or in embedded mode creates one (0600) on first use.
+func secretFile(_ path: String, create: Bool) throws -> String? {
+    if let data = FileManager.default.contents(atPath: path) {
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { throw Failure("\(path) is empty") }
+        return text
+    }
+    guard create else { throw Failure("cannot read \(path)") }
+    let key = "og_admin_" + Base64URL.encode(try SecureRandom.bytes(count: 32))
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    guard fd >= 0 else { throw Failure("cannot create \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    let line = Array((key + "\n").utf8)
+    guard line.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == line.count else {
+        throw Failure("cannot write \(path)")
+    }
+    return key
+}
+
+func makeLogger(_ command: ParsedCommand) throws -> Logger {
+    guard let level = LogLevel(name: command.value("log-level") ?? "info") else {
+        throw UsageError("--log-level takes debug, info, warning or error", command: command.path)
+    }
+    return Logger(level: level, metadata: ["service": "offergate", "pid": String(getpid())])
+}
+
+func runMigrate(_ command: ParsedCommand) async throws -> Int32 {
+    let logger = Logger(level: .info, metadata: ["service": "offergate"])
+    let choice = try DatabaseChoice.resolve(command)
+    defer { choice.stop(logger) }
+    let database = try OfferDatabase.connect(url: choice.url, maxConnections: 2)
+    let applied = try await database.migrate()
+    await database.pool.close()
+    logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ","), "count": String(applied.count)])
+    Console.out(applied.isEmpty ? "schema is up to date\n" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))\n")
+    return ExitStatus.success.rawValue
+}
+
+func runServe(_ command: ParsedCommand) async throws -> Int32 {
+    let stdio = command.flag("stdio")
+    let addresses = try command.values("listen").map { text in
+        do {
+            return try ListenAddress(parsing: text)
+        } catch {
+            throw UsageError("--listen: \(error)", command: command.path)
+        }
+    }
+    guard stdio || !addresses.isEmpty else {
+        throw UsageError("say where to serve: --stdio and/or --listen ADDR", command: command.path)
+    }
+    var rpc = RPCServerConfiguration()
+    rpc.maxConnections = try command.integer("max-connections", in: 1...1_000_000) ?? rpc.maxConnections
+    let idle = try command.seconds("idle-timeout") ?? 300
+    rpc.idleTimeout = idle > 0 ? idle : nil
+    rpc.maxInFlightPerConnection = try command.integer("max-in-flight", in: 1...65_536) ?? rpc.maxInFlightPerConnection
+    rpc.maxFrameBytes = try command.integer("frame-limit", in: 1_024...(256 << 20)) ?? rpc.maxFrameBytes
+    let poolSize = try command.integer("pool-size", in: 1...1_000) ?? 16
+    let grace = try command.seconds("shutdown-grace") ?? 10
+    var options = GatewayOptions()
+    options.rateLimit = Double(try command.integer("rate-limit", in: 0...10_000_000) ?? 0)
+    options.rateBurst = Double(try command.integer("rate-burst", in: 1...10_000_000) ?? Int(options.rateLimit))
+    options.logRequests = !command.flag("quiet-requests")
+    let logger = try makeLogger(command)
+
+    let choice = try DatabaseChoice.resolve(command)
+    defer { choice.stop(logger) }
+    let base = choice.embedded?.baseDirectory
+
+    // Keys: environment first, then files; embedded mode creates them beside its data.
+    let environment = ProcessInfo.processInfo.environment
+    let masterKeyFile = command.value("master-key-file") ?? base?.appendingPathComponent("master.key").path
+    guard let keyring = try MasterKeyring.load(environment: environment, keyFile: masterKeyFile) else {
+        throw Failure("no master key: set OFFERGATE_MASTER_KEY (32 random bytes, base64) or pass --master-key-file")
+    }
+    if let adminKey = environment["OFFERGATE_ADMIN_KEY"], !adminKey.isEmpty {
+        options.adminKey = adminKey
+    } else if let file = command.value("admin-key-file") {
+        options.adminKey = try secretFile(file, create: false)
+    } else if let base {
+        let file = base.appendingPathComponent("admin.key").path
+        options.adminKey = try secretFile(file, create: true)
+        logger.info("admin key (embedded mode) is in \(file)")
+    } else {
+        logger.warning("no OFFERGATE_ADMIN_KEY: admin methods are unavailable")
+    }
+
+    let database = try OfferDatabase.connect(url: choice.url, maxConnections: poolSize)
+    if !command.flag("no-migrate") {
+        let applied = try await database.migrate()
+        if !applied.isEmpty { logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ",")]) }
+    }
+    let service = try GatewayService(
+        database: database, sealer: KeySealer(keyring: keyring), options: options, rpc: rpc, logger: logger)
+    let bound = try await service.start(listen: addresses)
+    if !keyring.previous.isEmpty {
+        Task { try? await service.resealSigningKeys() }
+    }
+    logger.info(
+        "offergate started",
+        ["version": OfferGateVersion.current, "listen": bound.map { "\($0)" }.joined(separator: " "),
+         "stdio": String(stdio), "database": choice.embedded == nil ? "external" : "embedded"])
+
+    // SIGTERM/SIGINT: stop accepting, finish in flight (bounded), exit 0.
+    let signals = SignalWatcher([SIGTERM, SIGINT])
+    let gracePeriod = Duration.milliseconds(Int(grace * 1000))
+    let stopped = Task {
+        let signal = await signals.next()
+        logger.info("signal received; shutting down", ["signal": String(signal)])
+        await service.shutdown(gracePeriod: gracePeriod)
+    }
+    if stdio {
+        await service.serveStdio()
+        if addresses.isEmpty {
+            // EOF on stdin: in-flight requests are finished; stop the rest.
+            stopped.cancel()
+            await service.shutdown(gracePeriod: gracePeriod)
+            return ExitStatus.success.rawValue
+        }
+    }
+    await service.run()
+    _ = await stopped.result
+    return ExitStatus.success.rawValue
+}
+
+/// Delivers the first of several signals to async code (the default handlers are turned off).
+final class SignalWatcher: Sendable {
+    private let stream: AsyncStream<Int32>
+    private let sources: [DispatchSourceSignal]
+
+    init(_ numbers: [Int32]) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        let queue = DispatchQueue(label: "offergate.signals")
+        var sources: [DispatchSourceSignal] = []
+        for number in numbers {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        self.stream = stream
+        self.sources = sources
+    }
+
+    func next() async -> Int32 {
+        for await number in stream { return number }
+        return 0
+    }
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+let status: Int32
+do {
+    switch try rootSpec.parse(arguments) {
+    case .help(let text):
+        Console.out(text)
+        status = ExitStatus.success.rawValue
+    case .run(let command):
+        switch command.path {
+        case ["serve"]: status = try await runServe(command)
+        case ["migrate"]: status = try await runMigrate(command)
+        default: status = ExitStatus.usage.rawValue
+        }
+    }
+} catch let error as UsageError {
+    Console.error("offergate: \(error.message)")
+    Console.error("See 'offergate \(error.command.joined(separator: " ")) --help'.")
+    status = ExitStatus.usage.rawValue
+} catch {
+    Console.error("offergate: \(error)")
+    status = ExitStatus.failure.rawValue
+}
+exit(status)

@@ -1,0 +1,99 @@
+import Foundation
+import JSONRPC
+import OfferDomain
+import OfferStore
+
+/// Every way a gateway method can fail. This file is the one place where failures become JSON-RPC errors
+/// (`rpcError`); messages are for humans and never carry secrets (keys, codes, signatures, bound values).
+public enum GatewayError: Error, Sendable {
+    /// -32602: a parameter is missing, of the wrong type or out of range. `param` names it (`params.productId`).
+    case invalidParams(param: String, message: String, reason: String = "invalid_value")
+    /// -32001: the connection has not authenticated, or the key was wrong.
+    case unauthenticated(String = "authenticate first with session.authenticate", reason: String = "unauthenticated")
+    /// -32002: the role may not call this, or the resource belongs to another tenant.
+    case forbidden(String, reason: String = "forbidden")
+    /// -32004: a named thing does not exist (for this tenant).
+    case notFound(String, reason: String = "not_found")
+    /// -32009: exists already, or an idempotency key was reused with other params.
+    case conflict(String, reason: String = "conflict")
+    /// -32020: the customer may not have this offer; `reasons` are the eligibility reason codes.
+    case notEligible(String, reasons: [String])
+    /// -32030: the tenant has no active signing key.
+    case noActiveSigningKey
+    /// -32030: the active signing key cannot make this kind of signature (e.g. a JWS without an issuer id).
+    case signingKeyUnusable(String, reason: String)
+    /// -32029: too many requests for this tenant.
+    case rateLimited(retryAfterMs: Int)
+    /// -32050: a dependency (the database) is unavailable; retry later.
+    case unavailable(String)
+    /// -32603: a bug or a broken invariant; details are logged, not returned.
+    case `internal`(String)
+    /// A code-campaign outcome with its own code (-32040…-32043).
+    case code(Int, String, reason: String)
+
+    /// The JSON-RPC error the client sees.
+    public var rpcError: RPCError {
+        switch self {
+        case .invalidParams(let param, let message, let reason):
+            return RPCError(
+                code: -32602, message: message, reason: reason, retryable: false, details: ["param": .string(param)])
+        case .unauthenticated(let message, let reason):
+            return RPCError(code: -32001, message: message, reason: reason, retryable: false)
+        case .forbidden(let message, let reason):
+            return RPCError(code: -32002, message: message, reason: reason, retryable: false)
+        case .notFound(let message, let reason):
+            return RPCError(code: -32004, message: message, reason: reason, retryable: false)
+        case .conflict(let message, let reason):
+            return RPCError(code: -32009, message: message, reason: reason, retryable: false)
+        case .notEligible(let message, let reasons):
+            return RPCError(
+                code: -32020, message: message, reason: "not_eligible", retryable: false,
+                details: ["reasons": .array(reasons.map { .string($0) })])
+        case .noActiveSigningKey:
+            return RPCError(
+                code: -32030, message: "the tenant has no active signing key (import one with keys.import)",
+                reason: "no_active_signing_key", retryable: false)
+        case .signingKeyUnusable(let message, let reason):
+            return RPCError(code: -32030, message: message, reason: reason, retryable: false)
+        case .rateLimited(let retryAfterMs):
+            return RPCError(
+                code: -32029, message: "rate limit reached; retry later", reason: "rate_limited", retryable: true,
+                details: ["retryAfterMs": .int(retryAfterMs)])
+        case .unavailable(let message):
+            return RPCError(code: -32050, message: message, reason: "unavailable", retryable: true)
+        case .internal:
+            return RPCError(code: -32603, message: "internal error", reason: "internal_error", retryable: false)
+        case .code(let code, let message, let reason):
+            return RPCError(code: code, message: message, reason: reason, retryable: false)
+        }
+    }
+
+    /// What goes to the server log (may be more detailed than `rpcError`, still without secrets).
+    var logDescription: String {
+        switch self {
+        case .internal(let detail): "internal: \(detail)"
+        case .unavailable(let detail): "unavailable: \(detail)"
+        default: "\(rpcError.code) \(rpcError.message)"
+        }
+    }
+}
+
+extension GatewayError {
+    /// Classifies a repository failure. Not-found and conflict messages come from the store and name only ids the
+    /// client sent.
+    init(_ error: StoreError) {
+        switch error {
+        case .conflict(let what): self = .conflict(what)
+        case .notFound(let what): self = .notFound(what)
+        case .unavailable: self = .unavailable("the database is unavailable; retry later")
+        case .database(let pg): self = .internal("database: \(pg)")
+        case .corrupt(let what): self = .internal("corrupt stored value: \(what)")
+        }
+    }
+
+    /// A domain validation failure, attributed to a parameter.
+    init(_ error: OfferDomainError, paramPrefix: String) {
+        let param = error.field.map { "\(paramPrefix).\($0)" } ?? paramPrefix
+        self = .invalidParams(param: param, message: error.message, reason: error.code.rawValue)
+    }
+}

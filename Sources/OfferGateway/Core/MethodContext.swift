@@ -1,0 +1,71 @@
+import Foundation
+import JSONRPC
+import OfferStore
+
+/// Who may call a method.
+enum Access: Sendable {
+    /// Anyone, authenticated or not.
+    case open
+    /// A tenant (for its own data) or the admin naming a tenant.
+    case tenant
+    /// The admin only.
+    case admin
+}
+
+/// One method of the API: its name, who may call it, and what it does.
+struct MethodSpec: Sendable {
+    let name: String
+    let access: Access
+    let run: @Sendable (MethodContext) async throws -> JSONValue
+}
+
+/// Everything a method needs for one call.
+struct MethodContext: Sendable {
+    let request: RPCRequest
+    let session: GatewaySession
+    let rpc: RPCContext
+    let gateway: Gateway
+
+    /// The params decoded into `T`; wrong shapes become -32602 naming the param.
+    func params<T: Decodable>(_ type: T.Type) throws -> T {
+        do {
+            return try request.decodeParams(type)
+        } catch {
+            throw error
+        }
+    }
+
+    /// The `tenant` param, if given as a string.
+    private var tenantParam: JSONValue? { request.params?["tenant"] }
+
+    /// The tenant this call acts on: the connection's own tenant (a different `tenant` param is forbidden), or for
+    /// the admin the tenant named by the required `tenant` param.
+    func tenant() async throws -> TenantRecord {
+        switch session.principal {
+        case .anonymous:
+            throw GatewayError.unauthenticated()
+        case .tenant(let own):
+            if let named = tenantParam, !named.isNull {
+                guard named.stringValue == own.slug else {
+                    throw GatewayError.forbidden("a tenant key acts on its own tenant only", reason: "other_tenant")
+                }
+            }
+            return own
+        case .admin:
+            return try await namedTenant()
+        }
+    }
+
+    /// For admin methods: the tenant named by the `tenant` param.
+    func namedTenant() async throws -> TenantRecord {
+        guard let named = tenantParam, !named.isNull else {
+            throw GatewayError.invalidParams(
+                param: "params.tenant", message: "missing param 'tenant' (the tenant's slug)", reason: "missing_param")
+        }
+        guard let slug = named.stringValue else {
+            throw GatewayError.invalidParams(
+                param: "params.tenant", message: "'tenant' must be a string", reason: "wrong_type")
+        }
+        return try await gateway.tenants.find(slug: slug)
+    }
+}

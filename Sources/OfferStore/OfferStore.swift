@@ -1,4 +1,0 @@
-// OfferStore: placeholder until its issue fills it.
-import Foundation
-
-enum OfferStoreModule {}

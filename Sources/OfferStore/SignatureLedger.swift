@@ -1,0 +1,74 @@
+import Foundation
+import Postgres
+
+/// One signature handed out by `offers.sign` or `offers.introEligibility`.
+public struct IssuedSignature: Sendable, Hashable {
+    public enum Format: String, Sendable, Hashable {
+        case v1, jws, introEligibility
+    }
+    public var nonce: UUID
+    public var format: Format
+    public var keyId: String
+    public var customerId: String
+    public var productId: String
+    public var offerId: String?
+    public var appAccountToken: String?
+    public var transactionId: String?
+    public var issuedAt: Date
+
+    public init(
+        nonce: UUID, format: Format, keyId: String, customerId: String, productId: String, offerId: String?,
+        appAccountToken: String?, transactionId: String?, issuedAt: Date
+    ) {
+        self.nonce = nonce
+        self.format = format
+        self.keyId = keyId
+        self.customerId = customerId
+        self.productId = productId
+        self.offerId = offerId
+        self.appAccountToken = appAccountToken
+        self.transactionId = transactionId
+        self.issuedAt = issuedAt
+    }
+}
+
+/// The ledger of every issued signature (never the signature itself: the nonce identifies it).
+public struct SignatureLedger: Sendable {
+    let pool: PostgresPool
+
+    public func record(tenant: UUID, _ s: IssuedSignature) async throws(StoreError) {
+        try await storeCall {
+            try await pool.query(
+                """
+                INSERT INTO issued_signatures
+                    (tenant_id, nonce, format, key_id, customer_id, product_id, offer_id, app_account_token,
+                     transaction_id, issued_at)
+                VALUES (\(tenant), \(s.nonce), \(s.format.rawValue), \(s.keyId), \(s.customerId), \(s.productId),
+                        \(s.offerId), \(s.appAccountToken), \(s.transactionId), \(s.issuedAt))
+                """, prepared: true)
+        }
+    }
+
+    public func list(tenant: UUID, customerId: String) async throws(StoreError) -> [IssuedSignature] {
+        try await storeCall {
+            try await pool.query(
+                """
+                SELECT nonce, format, key_id, customer_id, product_id, offer_id, app_account_token, transaction_id,
+                       issued_at
+                FROM issued_signatures WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
+                ORDER BY issued_at, nonce
+                """
+            ).map { row in
+                let (nonce, format, keyId, customer, product) = try row.decode(
+                    UUID.self, String.self, String.self, String.self, String.self)
+                guard let parsed = IssuedSignature.Format(rawValue: format) else {
+                    throw StoreError.corrupt("signature format '\(format)'")
+                }
+                return IssuedSignature(
+                    nonce: nonce, format: parsed, keyId: keyId, customerId: customer, productId: product,
+                    offerId: try row.decode(String?.self, at: 5), appAccountToken: try row.decode(String?.self, at: 6),
+                    transactionId: try row.decode(String?.self, at: 7), issuedAt: try row.decode(Date.self, at: 8))
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Postgres
+
+/// A tenant (one app) as stored.
+public struct TenantRecord: Sendable, Hashable {
+    public var id: UUID
+    public var slug: String
+    public var bundleId: String
+    public var name: String?
+    public var createdAt: Date
+
+    public init(id: UUID, slug: String, bundleId: String, name: String?, createdAt: Date) {
+        self.id = id
+        self.slug = slug
+        self.bundleId = bundleId
+        self.name = name
+        self.createdAt = createdAt
+    }
+}
+
+/// The stored half of an API key: its public lookup handle and the SHA-256 of the whole key.
+public struct StoredApiKey: Sendable, Hashable {
+    public var lookup: String
+    public var hash: [UInt8]
+
+    public init(lookup: String, hash: [UInt8]) {
+        self.lookup = lookup
+        self.hash = hash
+    }
+}
+
+/// Tenants, their API keys and the audit log of administrative changes.
+public struct TenantRepository: Sendable {
+    let pool: PostgresPool
+
+
+    /// Creates a tenant with its first API key. Throws `.conflict` when the slug is taken.
+    public func create(slug: String, bundleId: String, name: String?, apiKey: StoredApiKey) async throws(StoreError)
+        -> TenantRecord
+    {
+        do {
+            return try await pool.withTransaction { tx in
+                let rows = try await tx.query(
+                    """
+                    INSERT INTO tenants (slug, bundle_id, name) VALUES (\(slug), \(bundleId), \(name))
+                    RETURNING tenant_id, slug, bundle_id, name, created_at
+                    """)
+                guard let row = rows.first else { throw StoreError.corrupt("INSERT returned no tenant") }
+                let tenant = try Self.decode(row)
+                try await tx.query(
+                    "INSERT INTO api_keys (tenant_id, lookup, key_hash) VALUES (\(tenant.id), \(apiKey.lookup), \(apiKey.hash))"
+                )
+                try await Audit.record(tx, tenant: tenant.id, actor: "admin", action: "tenant.create")
+                return tenant
+            }
+        } catch let error as PostgresError where error.isUniqueViolation {
+            throw .conflict("tenant '\(slug)' exists already")
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    public func list() async throws(StoreError) -> [TenantRecord] {
+        try await storeCall {
+            try await pool.query("SELECT tenant_id, slug, bundle_id, name, created_at FROM tenants ORDER BY slug").map(Self.decode)
+        }
+    }
+
+    public func find(slug: String) async throws(StoreError) -> TenantRecord? {
+        try await storeCall {
+            try await pool.query(
+                "SELECT tenant_id, slug, bundle_id, name, created_at FROM tenants WHERE slug = \(slug)", prepared: true
+            ).first.map(Self.decode)
+        }
+    }
+
+    /// The tenant and stored hash behind a live (not revoked) API key handle.
+    public func findApiKey(lookup: String) async throws(StoreError) -> (tenant: TenantRecord, hash: [UInt8])? {
+        try await storeCall {
+            let rows = try await pool.query(
+                """
+                SELECT t.tenant_id, t.slug, t.bundle_id, t.name, t.created_at, k.key_hash
+                FROM api_keys k JOIN tenants t USING (tenant_id)
+                WHERE k.lookup = \(lookup) AND k.revoked_at IS NULL
+                """, prepared: true)
+            guard let row = rows.first else { return nil }
+            return (try Self.decode(row), try row.decode([UInt8].self, at: 5))
+        }
+    }
+
+    /// Revokes every key of the tenant and stores a new one.
+    public func rotateApiKey(tenant: UUID, newKey: StoredApiKey) async throws(StoreError) {
+        try await storeCall {
+            try await pool.withTransaction { tx in
+                try await tx.query(
+                    "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = \(tenant) AND revoked_at IS NULL")
+                try await tx.query(
+                    "INSERT INTO api_keys (tenant_id, lookup, key_hash) VALUES (\(tenant), \(newKey.lookup), \(newKey.hash))"
+                )
+                try await Audit.record(tx, tenant: tenant, actor: "admin", action: "tenant.rotate_api_key")
+            }
+        }
+    }
+
+    static func decode(_ row: PostgresRow) throws -> TenantRecord {
+        let (id, slug, bundleId, name, createdAt) = try row.decode(
+            UUID.self, String.self, String.self, String?.self, Date.self)
+        return TenantRecord(id: id, slug: slug, bundleId: bundleId, name: name, createdAt: createdAt)
+    }
+}
+
+/// The audit log: who changed what for which tenant. Never holds secrets.
+enum Audit {
+    static func record(
+        _ tx: PostgresTransaction, tenant: UUID, actor: String, action: String, detail: [String: String] = [:]
+    ) async throws {
+        let json = try PostgresJSON(encoding: detail)
+        try await tx.query(
+            "INSERT INTO audit_log (tenant_id, actor, action, detail) VALUES (\(tenant), \(actor), \(action), \(json))")
+    }
+}
