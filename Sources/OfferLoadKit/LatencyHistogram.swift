@@ -158,6 +158,12 @@ public struct LatencyHistogram: Sendable, Equatable {
         }
     }
 
+    /// Two histograms are equal when they hold the same values per bucket (however far their storage grew).
+    public static func == (a: LatencyHistogram, b: LatencyHistogram) -> Bool {
+        a.precisionBits == b.precisionBits && a.count == b.count && a.min == b.min && a.max == b.max
+            && a.sum == b.sum && a.buckets == b.buckets
+    }
+
     /// The number of recorded values `≤ value` µs, counted by bucket (values sharing `value`'s bucket count).
     public func count(atOrBelow value: UInt64) -> UInt64 {
         let last = index(of: value)
