@@ -133,7 +133,7 @@ public enum HTMLReport {
             let v = yMax * Double(i) / 4
             body += "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
                 + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
-                + "\(escape(Format.micros(v)))</text>\n"
+                + "\(escape(Format.tick(v)))</text>\n"
         }
         let xStep = max(1, Int(niceCeiling(maxSecond / 10)))
         for s in stride(from: 0, through: Int(maxSecond), by: xStep) {
@@ -184,7 +184,7 @@ public enum HTMLReport {
             body += "<line x1=\"\(n(px))\" y1=\"\(n(height - bottom))\" x2=\"\(n(px))\" "
                 + "y2=\"\(n(height - bottom + 4))\" stroke=\"#333\"/><text x=\"\(n(px))\" "
                 + "y=\"\(n(height - bottom + 16))\" text-anchor=\"middle\">"
-                + "\(escape(Format.micros(pow(10, Double(decade)))))</text>\n"
+                + "\(escape(Format.tick(pow(10, Double(decade)))))</text>\n"
         }
         for (b, count) in bins.sorted(by: { $0.key < $1.key }) {
             let x0 = x(Double(b) / binsPerDecade)

@@ -124,6 +124,15 @@ enum Format {
         return fixed(us / 1_000_000, digits: 3) + " s"
     }
 
+    /// An axis tick in µs, without needless digits: `100 µs`, `1 ms`, `2.5 ms`, `1 s`.
+    static func tick(_ us: Double) -> String {
+        let (value, unit) = us < 1_000 ? (us, "µs") : us < 1_000_000 ? (us / 1_000, "ms") : (us / 1_000_000, "s")
+        var text = fixed(value, digits: 2)
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return "\(text) \(unit)"
+    }
+
     /// A decimal with a fixed number of digits after the point (no locale).
     static func fixed(_ value: Double, digits: Int) -> String { String(format: "%.\(digits)f", value) }
 
