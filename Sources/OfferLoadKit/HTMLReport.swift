@@ -11,7 +11,8 @@ public enum HTMLReport {
             <html lang="en"><head><meta charset="utf-8"><title>\(escape(title))</title>
             <style>
             body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:60em}
-            table{border-collapse:collapse;margin:1em 0}td,th{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}
+            table{border-collapse:collapse;margin:1em 0}
+            td,th{padding:.2em .8em;text-align:left;border-bottom:1px solid #ddd}
             td.n{text-align:right;font-variant-numeric:tabular-nums}
             .breach{color:#b00;font-weight:bold}.ok{color:#070}
             svg{background:#fafafa;border:1px solid #ddd}svg text{font-size:11px;fill:#333}
@@ -30,8 +31,10 @@ public enum HTMLReport {
         for (k, v) in rows { h += "<tr><th>\(escape(k))</th><td>\(escape(v))</td></tr>\n" }
         h += "</table>\n<h2>Latency</h2>\n<table><tr>"
         let l = r.latency
-        let cells = [("min", l.minMicros), ("p50", l.p50Micros), ("p90", l.p90Micros), ("p99", l.p99Micros),
-                     ("p99.9", l.p999Micros), ("max", l.maxMicros)]
+        let cells = [
+            ("min", l.minMicros), ("p50", l.p50Micros), ("p90", l.p90Micros), ("p99", l.p99Micros),
+            ("p99.9", l.p999Micros), ("max", l.maxMicros),
+        ]
         for (k, _) in cells { h += "<th>\(k)</th>" }
         h += "<th>mean</th></tr>\n<tr>"
         for (_, v) in cells { h += "<td class=\"n\">\(escape(Format.micros(v)))</td>" }
@@ -50,7 +53,8 @@ public enum HTMLReport {
                 for c in inv.checked { h += "<li>\(escape(c))</li>" }
                 h += "</ul>\n"
             } else {
-                h += "<p class=\"breach\">INVARIANT BREACH: \(inv.breaches.count) found (exit status "
+                h +=
+                    "<p class=\"breach\">INVARIANT BREACH: \(inv.breaches.count) found (exit status "
                     + "\(inv.exitStatus))</p>\n<ul>"
                 for b in inv.breaches { h += "<li class=\"breach\">\(escape(b.name)): \(escape(b.description))</li>" }
                 h += "</ul>\n"
@@ -98,7 +102,8 @@ public enum HTMLReport {
             <line x1="\(n(left))" y1="\(n(top))" x2="\(n(left))" y2="\(n(plotBottom))" stroke="#333"/>
             <line x1="\(n(left))" y1="\(n(plotBottom))" x2="\(n(width - right))" y2="\(n(plotBottom))" stroke="#333"/>
             \(body)
-            <text x="\(n((left + width - right) / 2))" y="\(n(height - 8))" text-anchor="middle">\(escape(xLabel))</text>
+            <text x="\(n((left + width - right) / 2))" y="\(n(height - 8))" text-anchor="middle">\
+            \(escape(xLabel))</text>
             <text x="14" y="\(n((top + plotBottom) / 2))" text-anchor="middle" \
             transform="rotate(-90 14 \(n((top + plotBottom) / 2)))">\(escape(yLabel))</text>
             </svg>
@@ -106,8 +111,9 @@ public enum HTMLReport {
     }
 
     private static func noData(_ label: String) -> String {
-        frame(label, "<text x=\"\(n(width / 2))\" y=\"\(n(height / 2))\" text-anchor=\"middle\">no data</text>",
-              xLabel: "", yLabel: "")
+        frame(
+            label, "<text x=\"\(n(width / 2))\" y=\"\(n(height / 2))\" text-anchor=\"middle\">no data</text>",
+            xLabel: "", yLabel: "")
     }
 
     /// A rounded-up axis maximum (1, 2 or 5 × 10ⁿ).
@@ -131,13 +137,15 @@ public enum HTMLReport {
         var body = ""
         for i in 0...4 {
             let v = yMax * Double(i) / 4
-            body += "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
+            body +=
+                "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
                 + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
                 + "\(escape(Format.tick(v)))</text>\n"
         }
         let xStep = max(1, Int(niceCeiling(maxSecond / 10)))
         for s in stride(from: 0, through: Int(maxSecond), by: xStep) {
-            body += "<line x1=\"\(n(x(Double(s))))\" y1=\"\(n(height - bottom))\" x2=\"\(n(x(Double(s))))\" "
+            body +=
+                "<line x1=\"\(n(x(Double(s))))\" y1=\"\(n(height - bottom))\" x2=\"\(n(x(Double(s))))\" "
                 + "y2=\"\(n(height - bottom + 4))\" stroke=\"#333\"/><text x=\"\(n(x(Double(s))))\" "
                 + "y=\"\(n(height - bottom + 16))\" text-anchor=\"middle\">\(s)</text>\n"
         }
@@ -150,7 +158,8 @@ public enum HTMLReport {
                 + coords.joined(separator: " ") + "\"/>\n"
         }
         body += line(\.p50Micros, "#1f77b4") + line(\.p99Micros, "#d62728")
-        body += "<rect x=\"\(n(width - right - 110))\" y=\"\(n(top + 6))\" width=\"10\" height=\"3\" fill=\"#1f77b4\"/>"
+        body +=
+            "<rect x=\"\(n(width - right - 110))\" y=\"\(n(top + 6))\" width=\"10\" height=\"3\" fill=\"#1f77b4\"/>"
             + "<text x=\"\(n(width - right - 95))\" y=\"\(n(top + 11))\">p50</text>"
             + "<rect x=\"\(n(width - right - 60))\" y=\"\(n(top + 6))\" width=\"10\" height=\"3\" fill=\"#d62728\"/>"
             + "<text x=\"\(n(width - right - 45))\" y=\"\(n(top + 11))\">p99</text>\n"
@@ -175,13 +184,15 @@ public enum HTMLReport {
         var body = ""
         for i in 0...4 {
             let v = yMax * Double(i) / 4
-            body += "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
+            body +=
+                "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
                 + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
                 + "\(Format.number(v))</text>\n"
         }
         for decade in Int(lowDecade)...Int(highDecade) {
             let px = x(Double(decade))
-            body += "<line x1=\"\(n(px))\" y1=\"\(n(height - bottom))\" x2=\"\(n(px))\" "
+            body +=
+                "<line x1=\"\(n(px))\" y1=\"\(n(height - bottom))\" x2=\"\(n(px))\" "
                 + "y2=\"\(n(height - bottom + 4))\" stroke=\"#333\"/><text x=\"\(n(px))\" "
                 + "y=\"\(n(height - bottom + 16))\" text-anchor=\"middle\">"
                 + "\(escape(Format.tick(pow(10, Double(decade)))))</text>\n"
@@ -189,7 +200,8 @@ public enum HTMLReport {
         for (b, count) in bins.sorted(by: { $0.key < $1.key }) {
             let x0 = x(Double(b) / binsPerDecade)
             let x1 = x(Double(b + 1) / binsPerDecade)
-            body += "<rect x=\"\(n(x0))\" y=\"\(n(y(Double(count))))\" width=\"\(n(max(0.5, x1 - x0 - 0.5)))\" "
+            body +=
+                "<rect x=\"\(n(x0))\" y=\"\(n(y(Double(count))))\" width=\"\(n(max(0.5, x1 - x0 - 0.5)))\" "
                 + "height=\"\(n(y(0) - y(Double(count))))\" fill=\"#1f77b4\"><title>\(count)</title></rect>\n"
         }
         return frame(label, body, xLabel: "latency (log scale)", yLabel: "requests")

@@ -12,8 +12,10 @@ public struct CampaignFacts: Sendable, Equatable, Codable {
     /// The ids of the redemptions recorded after the run, when they were read (nil skips the "missing" check).
     public let recordedIds: Set<String>?
 
-    public init(campaignId: String, totalLimit: Int?, recordedBefore: Int = 0, recordedAfter: Int,
-                recordedIds: Set<String>? = nil) {
+    public init(
+        campaignId: String, totalLimit: Int?, recordedBefore: Int = 0, recordedAfter: Int,
+        recordedIds: Set<String>? = nil
+    ) {
         self.campaignId = campaignId
         self.totalLimit = totalLimit
         self.recordedBefore = recordedBefore
@@ -34,8 +36,10 @@ public struct RedemptionLedger: Sendable, Equatable {
     /// How many redemptions each idempotency key of the run produced; keys absent have 0.
     public var idempotencyKeyRedemptions: [String: Int]
 
-    public init(acknowledged: [AcknowledgedRedemption], campaigns: [CampaignFacts],
-                oneTimeCodeRedemptions: [String: Int] = [:], idempotencyKeyRedemptions: [String: Int] = [:]) {
+    public init(
+        acknowledged: [AcknowledgedRedemption], campaigns: [CampaignFacts],
+        oneTimeCodeRedemptions: [String: Int] = [:], idempotencyKeyRedemptions: [String: Int] = [:]
+    ) {
         self.acknowledged = acknowledged
         self.campaigns = campaigns
         self.oneTimeCodeRedemptions = oneTimeCodeRedemptions

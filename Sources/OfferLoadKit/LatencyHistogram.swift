@@ -154,7 +154,8 @@ public struct LatencyHistogram: Sendable, Equatable {
     /// The non-empty buckets in increasing order of value, for charts.
     public var buckets: [Bucket] {
         counts.indices.compactMap { i in
-            counts[i] == 0 ? nil : Bucket(lowerBound: lowerBound(of: i), upperBound: upperBound(of: i), count: counts[i])
+            counts[i] == 0
+                ? nil : Bucket(lowerBound: lowerBound(of: i), upperBound: upperBound(of: i), count: counts[i])
         }
     }
 

@@ -55,7 +55,9 @@ public struct LoadPlan: Sendable, Equatable {
         }
         switch model {
         case .closed(_, let depth):
-            guard depth >= 1 else { throw OfferLoadError(.invalidPlan, context: "--depth", "needs a depth of at least 1") }
+            guard depth >= 1 else {
+                throw OfferLoadError(.invalidPlan, context: "--depth", "needs a depth of at least 1")
+            }
         case .open(_, let rate, let maxInFlight):
             guard rate.isFinite, rate > 0 else {
                 throw OfferLoadError(.invalidPlan, context: "--rate", "needs a rate above 0 requests/s")

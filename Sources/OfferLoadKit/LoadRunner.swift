@@ -72,8 +72,9 @@ public struct LoadRunner: Sendable {
         case .closed(_, let depth):
             await runClosed(plan, depth: depth, measureStart: measureStart, connections, recorders, request)
         case .open(_, let rate, let maxInFlight):
-            await runOpen(plan, rate: rate, maxInFlight: maxInFlight, start: start, measureStart: measureStart,
-                          connections, recorders, request)
+            await runOpen(
+                plan, rate: rate, maxInFlight: maxInFlight, start: start, measureStart: measureStart,
+                connections, recorders, request)
         }
         for c in connections { await c.close() }
         var result = RunResult(
@@ -291,7 +292,8 @@ final class Recorder: Sendable {
         state.withLock { p in
             if case .redeemed(let id, let campaign, let replayed) = outcome {
                 p.redemptions.append(
-                    AcknowledgedRedemption(requestIndex: index, redemptionId: id, campaignId: campaign, replayed: replayed))
+                    AcknowledgedRedemption(
+                        requestIndex: index, redemptionId: id, campaignId: campaign, replayed: replayed))
             }
             guard startedAt >= measureStart else {
                 p.warmup += 1

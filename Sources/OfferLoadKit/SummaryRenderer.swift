@@ -8,11 +8,17 @@ public enum SummaryRenderer {
             ("scenario", r.scenario),
             ("model", r.model.text),
             ("targets", r.model.targets.joined(separator: ", ")),
-            ("warm-up", "\(Format.fixed(r.model.warmupSeconds, digits: 1)) s (\(Format.number(r.warmupRequests)) "
-                + "requests excluded)"),
+            (
+                "warm-up",
+                "\(Format.fixed(r.model.warmupSeconds, digits: 1)) s (\(Format.number(r.warmupRequests)) "
+                    + "requests excluded)"
+            ),
             ("duration", "\(Format.fixed(r.measuredSeconds, digits: 2)) s measured"),
-            ("requests", "\(Format.number(r.requests)) (\(Format.number(r.successes)) ok, "
-                + "\(Format.number(r.requests - min(r.requests, r.successes))) errors)"),
+            (
+                "requests",
+                "\(Format.number(r.requests)) (\(Format.number(r.successes)) ok, "
+                    + "\(Format.number(r.requests - min(r.requests, r.successes))) errors)"
+            ),
             ("throughput", "\(Format.number(r.throughput)) req/s"),
         ]
         if let rate = r.model.rate, r.throughput < rate * 0.95 {
@@ -22,15 +28,17 @@ public enum SummaryRenderer {
         out += "\nlatency (\(Format.number(r.latency.count)) samples, < 0.8 % bucket error)\n"
         let l = r.latency
         let header = ["min", "p50", "p90", "p99", "p99.9", "max", "mean"]
-        let values = [l.minMicros, l.p50Micros, l.p90Micros, l.p99Micros, l.p999Micros, l.maxMicros].map {
-            Format.micros($0)
-        } + [Format.micros(l.meanMicros)]
+        let values =
+            [l.minMicros, l.p50Micros, l.p90Micros, l.p99Micros, l.p999Micros, l.maxMicros].map {
+                Format.micros($0)
+            } + [Format.micros(l.meanMicros)]
         let widths = zip(header, values).map { max($0.count, $1.count) }
         out += "  " + zip(header, widths).map { pad($0, $1) }.joined(separator: "  ") + "\n"
         out += "  " + zip(values, widths).map { pad($0, $1) }.joined(separator: "  ") + "\n"
         if !r.errors.isEmpty {
             out += "\nerrors by code\n"
-            out += table(r.errors.sorted { $0.key < $1.key }.map { ($0.key, Format.number($0.value)) }, rightAlign: true)
+            out += table(
+                r.errors.sorted { $0.key < $1.key }.map { ($0.key, Format.number($0.value)) }, rightAlign: true)
         }
         if let inv = r.invariants {
             if inv.passed {

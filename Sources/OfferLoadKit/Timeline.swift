@@ -72,8 +72,10 @@ public struct TimelinePoint: Sendable, Equatable, Codable {
     /// Largest latency of this second's completions (µs, exact).
     public let maxMicros: UInt64
 
-    public init(second: Int, completions: UInt64, errors: UInt64, p50Micros: UInt64, p99Micros: UInt64,
-                maxMicros: UInt64) {
+    public init(
+        second: Int, completions: UInt64, errors: UInt64, p50Micros: UInt64, p99Micros: UInt64,
+        maxMicros: UInt64
+    ) {
         self.second = second
         self.completions = completions
         self.errors = errors

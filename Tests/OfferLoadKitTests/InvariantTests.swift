@@ -109,7 +109,8 @@ let fiftyCodes = Set((0..<50).map { "CODE\($0)" })
     }
 
     @Test func overRedeemingGatewayIsCaughtAndExitsTwo() async throws {
-        let (result, report) = try await runAndCheck(RedeemGatewayDouble(flaw: .ignoresLimit), .redeemHot, requests: 200)
+        let (result, report) = try await runAndCheck(
+            RedeemGatewayDouble(flaw: .ignoresLimit), .redeemHot, requests: 200)
         #expect(result.redemptions.count == 200)
         #expect(report.breaches.contains(.overLimit(campaignId: "hot", limit: 100, recorded: 200)))
         #expect(report.breaches.contains(.acknowledgedOverLimit(campaignId: "hot", limit: 100, acknowledged: 200)))
@@ -129,24 +130,28 @@ let fiftyCodes = Set((0..<50).map { "CODE\($0)" })
         let (result, report) = try await runAndCheck(
             RedeemGatewayDouble(flaw: .losesEveryTenthRow, hotLimit: 1_000), .redeemHot, requests: 200)
         #expect(result.redemptions.count == 200)
-        #expect(report.breaches.contains(
-            .successCountMismatch(campaignId: "hot", acknowledged: 200, recordedBefore: 0, recordedAfter: 180)))
-        #expect(report.breaches.contains { breach in
-            if case .acknowledgedButMissing("hot", 20, let examples) = breach { return examples.count == 5 }
-            return false
-        })
+        #expect(
+            report.breaches.contains(
+                .successCountMismatch(campaignId: "hot", acknowledged: 200, recordedBefore: 0, recordedAfter: 180)))
+        #expect(
+            report.breaches.contains { breach in
+                if case .acknowledgedButMissing("hot", 20, let examples) = breach { return examples.count == 5 }
+                return false
+            })
         #expect(report.exitStatus == 2)
     }
 
     @Test func doubleRedemptionsOfOneIdempotencyKeyAreCaught() async throws {
         let (_, report) = try await runAndCheck(
             RedeemGatewayDouble(flaw: .insertsTwicePerKey, hotLimit: 1_000), .redeemHot, requests: 200)
-        #expect(report.breaches.contains {
-            if case .idempotencyKeyRedeemedTwice(keys: 8, _) = $0 { return true }
-            return false
-        })
-        #expect(report.breaches.contains(
-            .successCountMismatch(campaignId: "hot", acknowledged: 200, recordedBefore: 0, recordedAfter: 208)))
+        #expect(
+            report.breaches.contains {
+                if case .idempotencyKeyRedeemedTwice(keys: 8, _) = $0 { return true }
+                return false
+            })
+        #expect(
+            report.breaches.contains(
+                .successCountMismatch(campaignId: "hot", acknowledged: 200, recordedBefore: 0, recordedAfter: 208)))
         #expect(report.exitStatus == 2)
     }
 
@@ -158,8 +163,11 @@ let fiftyCodes = Set((0..<50).map { "CODE\($0)" })
         ]
         let ok = RedemptionLedger(
             acknowledged: acks,
-            campaigns: [CampaignFacts(campaignId: "c", totalLimit: 10, recordedBefore: 8, recordedAfter: 10,
-                                      recordedIds: ["r1", "r2", "old"])])
+            campaigns: [
+                CampaignFacts(
+                    campaignId: "c", totalLimit: 10, recordedBefore: 8, recordedAfter: 10,
+                    recordedIds: ["r1", "r2", "old"])
+            ])
         #expect(ok.check().breaches == [])
         let unlimited = RedemptionLedger(
             acknowledged: acks, campaigns: [CampaignFacts(campaignId: "c", totalLimit: nil, recordedAfter: 2)])
@@ -175,10 +183,11 @@ let fiftyCodes = Set((0..<50).map { "CODE\($0)" })
             campaigns: [CampaignFacts(campaignId: "c", totalLimit: 0, recordedAfter: 3, recordedIds: [])],
             oneTimeCodeRedemptions: ["SECRETCODE": 3, "OTHER": 1], idempotencyKeyRedemptions: ["k1": 2, "k2": 1])
         let report = ledger.check()
-        #expect(report.breaches.map(\.name) == [
-            "unknown_campaign", "success_count_mismatch", "over_limit", "acknowledged_over_limit",
-            "acknowledged_but_missing", "one_time_code_redeemed_twice", "idempotency_key_redeemed_twice",
-        ])
+        #expect(
+            report.breaches.map(\.name) == [
+                "unknown_campaign", "success_count_mismatch", "over_limit", "acknowledged_over_limit",
+                "acknowledged_but_missing", "one_time_code_redeemed_twice", "idempotency_key_redeemed_twice",
+            ])
         #expect(report.exitStatus == 2)
         // Codes are secrets in bulk: the report says how many, never which.
         #expect(!report.breaches.map(\.description).joined().contains("SECRETCODE"))

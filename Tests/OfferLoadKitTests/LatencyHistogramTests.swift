@@ -10,13 +10,16 @@ func exactPercentile(_ sorted: [UInt64], _ p: Double) -> UInt64 {
 }
 
 /// Asserts the documented bound: exact ≤ reported ≤ exact + exact/128.
-func expectWithinBound(_ h: LatencyHistogram, _ sorted: [UInt64], _ p: Double,
-                       sourceLocation: SourceLocation = #_sourceLocation) {
+func expectWithinBound(
+    _ h: LatencyHistogram, _ sorted: [UInt64], _ p: Double,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     let exact = exactPercentile(sorted, p)
     let reported = h.percentile(p)
     #expect(reported >= exact, "p\(p): \(reported) below exact \(exact)", sourceLocation: sourceLocation)
-    #expect(reported <= exact + exact / 128, "p\(p): \(reported) above bound of \(exact)",
-            sourceLocation: sourceLocation)
+    #expect(
+        reported <= exact + exact / 128, "p\(p): \(reported) above bound of \(exact)",
+        sourceLocation: sourceLocation)
 }
 
 let standardPercentiles: [Double] = [1, 10, 25, 50, 75, 90, 99, 99.9, 99.99]

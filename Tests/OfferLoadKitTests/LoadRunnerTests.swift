@@ -82,8 +82,9 @@ let second: UInt64 = 1_000_000_000
         // One request at a time, 10 ms each, while 1000/s are intended: request i is sent when i - 1 completes,
         // at 10·i ms, completes at 10·(i + 1) ms, and was intended at i ms: latency 9·i + 10 ms.
         let connection = FakeConnection(clock: clock, serviceNanos: 10 * ms, serial: true)
-        let plan = LoadPlan(model: .open(connections: 1, rate: 1_000, maxInFlight: 1), stop: .requests(20),
-                            targets: ["tcp:127.0.0.1:7411"])
+        let plan = LoadPlan(
+            model: .open(connections: 1, rate: 1_000, maxInFlight: 1), stop: .requests(20),
+            targets: ["tcp:127.0.0.1:7411"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([connection])).run(plan) { _ in
                 LoadRequest(method: "system.ping", paramsJSON: "{}")
@@ -198,10 +199,12 @@ let second: UInt64 = 1_000_000_000
         }
         let plan = LoadPlan(model: .closed(connections: 1, depth: 1), stop: .requests(1), targets: ["unix:/nope"])
         await #expect(throws: OfferLoadError.self) {
-            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", paramsJSON: "{}") }
+            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", paramsJSON: "{}")
+            }
         }
         do {
-            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", paramsJSON: "{}") }
+            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", paramsJSON: "{}")
+            }
         } catch let error as OfferLoadError {
             #expect(error.code == .connectFailed)
             #expect(error.context == "unix:/nope")
@@ -216,8 +219,10 @@ let second: UInt64 = 1_000_000_000
         (LoadPlan(model: .open(connections: 1, rate: .nan), stop: .requests(1), targets: ["a"]), "--rate"),
         (LoadPlan(model: .closed(connections: 1, depth: 1), stop: .requests(0), targets: ["a"]), "--requests"),
         (LoadPlan(model: .closed(connections: 1, depth: 1), stop: .duration(seconds: 0), targets: ["a"]), "--duration"),
-        (LoadPlan(model: .closed(connections: 1, depth: 1), stop: .requests(1), warmupSeconds: -1, targets: ["a"]),
-         "--warmup"),
+        (
+            LoadPlan(model: .closed(connections: 1, depth: 1), stop: .requests(1), warmupSeconds: -1, targets: ["a"]),
+            "--warmup"
+        ),
     ])
     func invalidPlansNameTheOption(plan: LoadPlan, option: String) {
         do {

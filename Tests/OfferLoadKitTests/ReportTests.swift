@@ -47,10 +47,11 @@ let samplePlan = LoadPlan(
         #expect(back == r)
         #expect(back.exitStatus == 2)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
-        #expect(Set(object.keys) == [
-            "scenario", "model", "measuredSeconds", "requests", "successes", "warmupRequests", "throughput",
-            "latency", "errors", "timeline", "histogram", "invariants", "exitStatus",
-        ])
+        #expect(
+            Set(object.keys) == [
+                "scenario", "model", "measuredSeconds", "requests", "successes", "warmupRequests", "throughput",
+                "latency", "errors", "timeline", "histogram", "invariants", "exitStatus",
+            ])
         let latency = try #require(object["latency"] as? [String: Any])
         #expect(latency["p999Micros"] as? Int == 20_000)
         #expect(r.json() == json)  // sorted keys: the same bytes every time
@@ -88,8 +89,9 @@ let samplePlan = LoadPlan(
         #expect(text.contains("!!! INVARIANT BREACH: 1 found !!!"))
         #expect(text.contains("[one_time_code_redeemed_twice] 3 one-time codes redeemed more than once"))
         #expect(text.contains("exit status 2"))
-        let passing = RunReport(scenario: "redeem-onetime", plan: samplePlan, result: sampleResult(),
-                                invariants: InvariantReport(checked: ["a", "b"], breaches: []))
+        let passing = RunReport(
+            scenario: "redeem-onetime", plan: samplePlan, result: sampleResult(),
+            invariants: InvariantReport(checked: ["a", "b"], breaches: []))
         #expect(SummaryRenderer.render(passing).contains("invariants: OK (2 checked)"))
     }
 
@@ -118,7 +120,8 @@ let samplePlan = LoadPlan(
         var plan = samplePlan
         plan.targets = ["unix:/tmp/<b>&\"'.sock"]
         let inv = InvariantReport(
-            checked: ["<i>checked</i>"], breaches: [.acknowledgedButMissing(campaignId: "<c>", count: 1, examples: ["x"])])
+            checked: ["<i>checked</i>"],
+            breaches: [.acknowledgedButMissing(campaignId: "<c>", count: 1, examples: ["x"])])
         var result = sampleResult()
         result.errors = ["<e>": 1]
         let r = RunReport(scenario: "<script>alert(1)</script>", plan: plan, result: result, invariants: inv)

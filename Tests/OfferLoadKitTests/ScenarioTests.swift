@@ -95,9 +95,15 @@ func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
     }
 
     @Test func bestAndSignCoverCustomersAndOffers() throws {
-        struct Best: Decodable, Equatable { let customerId: String; let productId: String }
+        struct Best: Decodable, Equatable {
+            let customerId: String
+            let productId: String
+        }
         struct Sign: Decodable, Equatable {
-            let customerId: String; let productId: String; let offerId: String; let format: String
+            let customerId: String
+            let productId: String
+            let offerId: String
+            let format: String
         }
         let fixture = ScenarioFixture(
             runTag: "t", customers: ["c1", "c2"], products: ["p1", "p2", "p3"],
@@ -107,8 +113,11 @@ func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
         #expect(Set(pairs.map { "\($0.customerId)/\($0.productId)" }).count == 6)  // every pair once
         #expect(best(0).method == "offers.best")
         let sign = try Scenario(kind: .sign).requests(fixture)
-        #expect(try decode(Sign.self, sign(0).paramsJSON) == Sign(customerId: "c1", productId: "p1", offerId: "o1",
-                                                                   format: "v1"))
+        #expect(
+            try decode(Sign.self, sign(0).paramsJSON)
+                == Sign(
+                    customerId: "c1", productId: "p1", offerId: "o1",
+                    format: "v1"))
         #expect(try decode(Sign.self, sign(1).paramsJSON).format == "jws")
         let ping = try Scenario(kind: .ping).requests(ScenarioFixture(runTag: "t"))
         #expect(ping(3) == LoadRequest(method: "system.ping", paramsJSON: "{}"))

@@ -120,8 +120,10 @@ final class FakeConnection: LoadConnection {
     private let state = Mutex<(calls: Int, busyUntil: UInt64)>((0, 0))
     let respond: @Sendable (LoadRequest) -> CallOutcome
 
-    init(clock: any LoadClock, serviceNanos: UInt64, stall: Range<UInt64>? = nil, serial: Bool = false,
-         respond: @escaping @Sendable (LoadRequest) -> CallOutcome = { _ in .success }) {
+    init(
+        clock: any LoadClock, serviceNanos: UInt64, stall: Range<UInt64>? = nil, serial: Bool = false,
+        respond: @escaping @Sendable (LoadRequest) -> CallOutcome = { _ in .success }
+    ) {
         self.clock = clock
         self.serviceNanos = serviceNanos
         self.stall = stall
