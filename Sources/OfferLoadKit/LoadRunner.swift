@@ -53,6 +53,10 @@ public struct LoadRunner: Sendable {
     }
 
     /// Runs `plan`, taking request `i` from `request(i)` (indices start at 0 and count warm-up requests too).
+    ///
+    /// Closed loop: a worker whose call ends in a transport error stops (its connection is gone), so a run can end
+    /// with fewer requests than asked; the errors say why. Open loop: every scheduled request is still sent and
+    /// counted (a dead connection fails its share at once), since the offered load must not depend on the answers.
     public func run(_ plan: LoadPlan, request: @escaping @Sendable (Int) -> LoadRequest) async throws -> RunResult {
         try plan.validate()
         var connections: [any LoadConnection] = []
@@ -115,6 +119,9 @@ public struct LoadRunner: Sendable {
                             guard let index = issuer.next(now: sentAt) else { return }
                             let outcome = await connection.call(request(index))
                             recorder.record(index: index, startedAt: sentAt, completedAt: clock.now(), outcome)
+                            // A lost connection answers at once: going on would spin and flood the figures
+                            // with errors. The worker retires; the others carry on.
+                            if case .transportError = outcome { return }
                         }
                     }
                 }

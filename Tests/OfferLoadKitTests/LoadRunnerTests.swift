@@ -181,7 +181,7 @@ let second: UInt64 = 1_000_000_000
             default: .success
             }
         }
-        let plan = LoadPlan(model: .closed(connections: 1, depth: 3), stop: .requests(30), targets: ["x"])
+        let plan = LoadPlan(model: .open(connections: 1, rate: 1_000), stop: .requests(30), targets: ["x"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([connection])).run(plan) { i in
                 LoadRequest(method: ["a", "b", "c"][i % 3], paramsJSON: "{}")
@@ -190,6 +190,28 @@ let second: UInt64 = 1_000_000_000
         #expect(result.errors == ["-32041": 10, "transport": 10])
         #expect(result.measuredSuccesses == 10)
         #expect(result.timeline.points.map(\.errors) == [20])
+    }
+
+    @Test func closedLoopWorkerRetiresWhenItsConnectionIsLost() async throws {
+        let clock = VirtualClock()
+        let calls = IndexLog()
+        let healthy = FakeConnection(clock: clock, serviceNanos: 1 * ms)
+        let dying = FakeConnection(clock: clock, serviceNanos: 1 * ms) { _ in
+            calls.add(0)
+            return calls.sorted.count > 5 ? .transportError("connection reset") : .success
+        }
+        let plan = LoadPlan(model: .closed(connections: 2, depth: 2), stop: .requests(100), targets: ["x", "y"])
+        let result = try await simulate(clock) {
+            try await LoadRunner(clock: clock, connector: FakeConnector([healthy, dying])).run(plan) { _ in
+                LoadRequest(method: "system.ping", paramsJSON: "{}")
+            }
+        }
+        // The dying connection answers 5 times, then each of its 2 workers gets one transport error and stops;
+        // the healthy connection's workers send the rest.
+        #expect(result.measuredRequests == 100)
+        #expect(dying.calls == 7)
+        #expect(healthy.calls == 93)
+        #expect(result.errors == ["transport": 2])
     }
 
     @Test func connectFailureNamesTheAddress() async throws {
