@@ -79,3 +79,44 @@ public struct LoadPlan: Sendable, Equatable {
         }
     }
 }
+
+extension LoadPlan {
+    /// The default number of connections when `--connections` is not given.
+    public static let defaultConnections = 16
+    /// The default duration (seconds) when neither `--duration` nor `--requests` is given.
+    public static let defaultDuration = 10.0
+
+    /// Builds a plan from the command line's values (nil = not given), with the rules of `offer-load`:
+    /// `--rate` selects the open loop (and excludes `--depth`); `--duration` and `--requests` exclude each other,
+    /// and without either the run lasts ``defaultDuration`` seconds; connections default to
+    /// ``defaultConnections``, depth to 1, warm-up to 0. The result is validated.
+    public static func fromOptions(
+        targets: [String], connections: Int? = nil, depth: Int? = nil, rate: Double? = nil,
+        duration: Double? = nil, requests: Int? = nil, warmup: Double? = nil, maxInFlight: Int? = nil
+    ) throws(OfferLoadError) -> LoadPlan {
+        let stop: StopCondition
+        switch (duration, requests) {
+        case (.some, .some):
+            throw OfferLoadError(.invalidPlan, context: "--requests", "give --duration or --requests, not both")
+        case (.some(let seconds), nil): stop = .duration(seconds: seconds)
+        case (nil, .some(let n)): stop = .requests(n)
+        case (nil, nil): stop = .duration(seconds: defaultDuration)
+        }
+        let count = connections ?? defaultConnections
+        let model: LoadModel
+        if let rate {
+            guard depth == nil else {
+                throw OfferLoadError(.invalidPlan, context: "--depth", "applies to the closed loop only (no --rate)")
+            }
+            model = .open(connections: count, rate: rate, maxInFlight: maxInFlight ?? 10_000)
+        } else {
+            guard maxInFlight == nil else {
+                throw OfferLoadError(.invalidPlan, context: "--max-in-flight", "applies to the open loop only (--rate)")
+            }
+            model = .closed(connections: count, depth: depth ?? 1)
+        }
+        let plan = LoadPlan(model: model, stop: stop, warmupSeconds: warmup ?? 0, targets: targets)
+        try plan.validate()
+        return plan
+    }
+}

@@ -282,3 +282,36 @@ final class IndexLog: Sendable {
     func add(_ i: Int) { state.withLock { $0.append(i) } }
     var sorted: [Int] { state.withLock { $0.sorted() } }
 }
+
+@Suite struct LoadPlanOptionTests {
+    @Test func defaultsAreAClosedLoopOfTenSeconds() throws {
+        let plan = try LoadPlan.fromOptions(targets: ["unix:/s"])
+        #expect(plan == LoadPlan(model: .closed(connections: 16, depth: 1), stop: .duration(seconds: 10),
+                                 targets: ["unix:/s"]))
+    }
+
+    @Test func rateSelectsTheOpenLoop() throws {
+        let plan = try LoadPlan.fromOptions(
+            targets: ["a", "b"], connections: 4, rate: 2_500, requests: 1_000, warmup: 2, maxInFlight: 64)
+        #expect(plan.model == .open(connections: 4, rate: 2_500, maxInFlight: 64))
+        #expect(plan.stop == .requests(1_000))
+        #expect(plan.warmupSeconds == 2)
+    }
+
+    @Test func conflictingOptionsNameTheOption() {
+        func context(_ make: () throws(OfferLoadError) -> LoadPlan) -> String? {
+            do {
+                _ = try make()
+                return nil
+            } catch { return error.context }
+        }
+        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], duration: 1, requests: 1) }
+            == "--requests")
+        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], depth: 2, rate: 10) }
+            == "--depth")
+        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], maxInFlight: 3) }
+            == "--max-in-flight")
+        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: []) } == "--connect")
+        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], depth: 4) } == nil)
+    }
+}
