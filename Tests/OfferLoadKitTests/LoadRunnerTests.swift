@@ -286,8 +286,11 @@ final class IndexLog: Sendable {
 @Suite struct LoadPlanOptionTests {
     @Test func defaultsAreAClosedLoopOfTenSeconds() throws {
         let plan = try LoadPlan.fromOptions(targets: ["unix:/s"])
-        #expect(plan == LoadPlan(model: .closed(connections: 16, depth: 1), stop: .duration(seconds: 10),
-                                 targets: ["unix:/s"]))
+        #expect(
+            plan
+                == LoadPlan(
+                    model: .closed(connections: 16, depth: 1), stop: .duration(seconds: 10),
+                    targets: ["unix:/s"]))
     }
 
     @Test func rateSelectsTheOpenLoop() throws {
@@ -305,12 +308,15 @@ final class IndexLog: Sendable {
                 return nil
             } catch { return error.context }
         }
-        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], duration: 1, requests: 1) }
-            == "--requests")
-        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], depth: 2, rate: 10) }
-            == "--depth")
-        #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], maxInFlight: 3) }
-            == "--max-in-flight")
+        #expect(
+            context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], duration: 1, requests: 1) }
+                == "--requests")
+        #expect(
+            context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], depth: 2, rate: 10) }
+                == "--depth")
+        #expect(
+            context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], maxInFlight: 3) }
+                == "--max-in-flight")
         #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: []) } == "--connect")
         #expect(context { () throws(OfferLoadError) in try LoadPlan.fromOptions(targets: ["a"], depth: 4) } == nil)
     }
