@@ -164,29 +164,30 @@ public struct OpenLoopSchedule: Sendable, Equatable {
     public let rate: Double
     public let measureStart: UInt64
     public let stop: StopCondition
+    /// The number of requests intended before `measureStart` (the warm-up requests).
+    public let warmupCount: Int
 
     public init(start: UInt64, rate: Double, measureStart: UInt64, stop: StopCondition) {
         self.start = start
         self.rate = rate
         self.measureStart = measureStart
         self.stop = stop
+        // The first i with offset(i) ≥ measureStart - start, from an estimate corrected for rounding.
+        var i = 0
+        if measureStart > start {
+            let span = measureStart - start
+            i = Int((Double(span) * rate / 1e9).rounded(.down))
+            while i > 0 && Self.offset(i - 1, rate) >= span { i -= 1 }
+            while Self.offset(i, rate) < span { i += 1 }
+        }
+        warmupCount = i
     }
 
-    /// The number of requests intended before `measureStart` (the warm-up requests).
-    public var warmupCount: Int {
-        guard measureStart > start else { return 0 }
-        // The first i with start + offset(i) ≥ measureStart.
-        var i = Int((Double(measureStart - start) * rate / 1e9).rounded(.down))
-        while i > 0 && offset(i - 1) >= measureStart - start { i -= 1 }
-        while offset(i) < measureStart - start { i += 1 }
-        return i
-    }
-
-    func offset(_ i: Int) -> UInt64 { UInt64((Double(i) * 1e9 / rate).rounded()) }
+    static func offset(_ i: Int, _ rate: Double) -> UInt64 { UInt64((Double(i) * 1e9 / rate).rounded()) }
 
     /// The intended send time of request `i`, or nil when the run has no request `i`.
     public func intendedTime(of i: Int) -> UInt64? {
-        let t = start + offset(i)
+        let t = start + Self.offset(i, rate)
         switch stop {
         case .duration(let seconds):
             return t < measureStart + LoadRunner.nanoseconds(seconds) ? t : nil
