@@ -1,0 +1,81 @@
+import Foundation
+
+/// The outcome of one request, as the load engine needs it.
+public enum CallOutcome: Sendable, Equatable {
+    /// A result arrived.
+    case success
+    /// A `codes.redeem` result arrived: its `redemptionId`, `campaignId` and `replayed` flag (kept for the
+    /// invariant check).
+    case redeemed(redemptionId: String, campaignId: String, replayed: Bool)
+    /// A JSON-RPC error response with this code (e.g. -32041, code exhausted).
+    case rpcError(code: Int)
+    /// The request got no response (connection lost, timeout); the text is for humans.
+    case transportError(String)
+
+    /// Whether the outcome counts as an error in the figures.
+    public var isError: Bool {
+        switch self {
+        case .success, .redeemed: false
+        case .rpcError, .transportError: true
+        }
+    }
+
+    /// The key under which an error is counted: the JSON-RPC code as text ("-32041"), or "transport".
+    public var errorKey: String? {
+        switch self {
+        case .success, .redeemed: nil
+        case .rpcError(let code): String(code)
+        case .transportError: "transport"
+        }
+    }
+}
+
+/// One request to send: a JSON-RPC method and its params as already-serialised JSON object text.
+public struct LoadRequest: Sendable, Equatable {
+    public let method: String
+    /// The params object as JSON text, e.g. `{"code":"SPRING","customerId":"c-1"}`.
+    public let paramsJSON: String
+
+    public init(method: String, paramsJSON: String) {
+        self.method = method
+        self.paramsJSON = paramsJSON
+    }
+}
+
+/// One connection to a gateway, able to pipeline: `call` may be invoked concurrently (up to the pipeline depth)
+/// and each call returns when its own response arrives. Authentication happens in the connector.
+public protocol LoadConnection: Sendable {
+    /// Sends `request` and returns its outcome once the matching response arrived (or the connection failed).
+    func call(_ request: LoadRequest) async -> CallOutcome
+    /// Closes the connection after the run (in-flight calls have finished by then).
+    func close() async
+}
+
+extension LoadConnection {
+    public func close() async {}
+}
+
+/// Opens connections to gateway addresses (`unix:/path` or `tcp:host:port`), authenticated as the scenario needs.
+public protocol LoadConnector: Sendable {
+    func connect(address: String) async throws -> any LoadConnection
+}
+
+/// The time source of the load engine: a monotonic clock in nanoseconds and a way to wait for a moment.
+/// Injected so the scheduler can be tested with a virtual clock.
+public protocol LoadClock: Sendable {
+    /// Monotonic time in nanoseconds (any origin).
+    func now() -> UInt64
+    /// Returns at or after `deadline` (immediately if it has passed). Throws `CancellationError` when cancelled.
+    func sleep(until deadline: UInt64) async throws
+}
+
+/// The real clock: `DispatchTime` uptime nanoseconds and `Task.sleep`.
+public struct SystemLoadClock: LoadClock {
+    public init() {}
+    public func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    public func sleep(until deadline: UInt64) async throws {
+        let current = now()
+        guard deadline > current else { return }
+        try await Task.sleep(nanoseconds: deadline - current)
+    }
+}

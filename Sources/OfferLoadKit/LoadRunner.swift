@@ -1,0 +1,319 @@
+import Foundation
+import Synchronization
+
+/// A redemption the gateway acknowledged during the run (warm-up included: the database records those too).
+public struct AcknowledgedRedemption: Sendable, Equatable, Codable {
+    public let requestIndex: Int
+    public let redemptionId: String
+    public let campaignId: String
+    public let replayed: Bool
+
+    public init(requestIndex: Int, redemptionId: String, campaignId: String, replayed: Bool) {
+        self.requestIndex = requestIndex
+        self.redemptionId = redemptionId
+        self.campaignId = campaignId
+        self.replayed = replayed
+    }
+}
+
+/// The raw figures of one run, before they are turned into a ``RunReport``.
+public struct RunResult: Sendable {
+    /// Latency of every measured completion (errors included), µs.
+    public var latency: LatencyHistogram
+    /// Per-second figures from the end of the warm-up.
+    public var timeline: Timeline
+    /// Measured errors by key (`"-32041"`, `"transport"`).
+    public var errors: [String: UInt64]
+    /// Measured completions (successes + errors).
+    public var measuredRequests: UInt64
+    /// Measured successes.
+    public var measuredSuccesses: UInt64
+    /// Completions of requests started (closed loop) or intended (open loop) during the warm-up.
+    public var warmupRequests: UInt64
+    /// From the end of the warm-up to the last measured completion, ns.
+    public var measuredNanoseconds: UInt64
+    /// Every acknowledged redemption, warm-up included, in no particular order.
+    public var redemptions: [AcknowledgedRedemption]
+
+    /// Measured completions per second (0 when nothing was measured).
+    public var throughput: Double {
+        measuredNanoseconds == 0 ? 0 : Double(measuredRequests) / (Double(measuredNanoseconds) / 1e9)
+    }
+}
+
+/// The load engine: opens the plan's connections, offers load by its model, records every completion in per-
+/// connection histograms and timelines, and merges them at the end.
+public struct LoadRunner: Sendable {
+    public let clock: any LoadClock
+    public let connector: any LoadConnector
+
+    public init(clock: any LoadClock = SystemLoadClock(), connector: any LoadConnector) {
+        self.clock = clock
+        self.connector = connector
+    }
+
+    /// Runs `plan`, taking request `i` from `request(i)` (indices start at 0 and count warm-up requests too).
+    ///
+    /// Closed loop: a worker whose call ends in a transport error stops (its connection is gone), so a run can end
+    /// with fewer requests than asked; the errors say why. Open loop: every scheduled request is still sent and
+    /// counted (a dead connection fails its share at once), since the offered load must not depend on the answers.
+    public func run(_ plan: LoadPlan, request: @escaping @Sendable (Int) -> LoadRequest) async throws -> RunResult {
+        try plan.validate()
+        var connections: [any LoadConnection] = []
+        for k in 0..<plan.model.connections {
+            let address = plan.target(ofConnection: k)
+            do {
+                connections.append(try await connector.connect(address: address))
+            } catch {
+                for c in connections { await c.close() }
+                throw OfferLoadError(.connectFailed, context: address, String(describing: error))
+            }
+        }
+        let start = clock.now()
+        let measureStart = start + Self.nanoseconds(plan.warmupSeconds)
+        let recorders = connections.map { _ in Recorder(measureStart: measureStart) }
+        switch plan.model {
+        case .closed(_, let depth):
+            await runClosed(plan, depth: depth, measureStart: measureStart, connections, recorders, request)
+        case .open(_, let rate, let maxInFlight):
+            await runOpen(
+                plan, rate: rate, maxInFlight: maxInFlight, start: start, measureStart: measureStart,
+                connections, recorders, request)
+        }
+        for c in connections { await c.close() }
+        var result = RunResult(
+            latency: LatencyHistogram(), timeline: Timeline(origin: measureStart), errors: [:], measuredRequests: 0,
+            measuredSuccesses: 0, warmupRequests: 0, measuredNanoseconds: 0, redemptions: [])
+        var lastCompletion = measureStart
+        for recorder in recorders {
+            let part = recorder.take()
+            result.latency.merge(part.latency)
+            result.timeline.merge(part.timeline)
+            result.errors.merge(part.errors, uniquingKeysWith: +)
+            result.measuredRequests += part.measured
+            result.measuredSuccesses += part.successes
+            result.warmupRequests += part.warmup
+            result.redemptions += part.redemptions
+            lastCompletion = max(lastCompletion, part.lastCompletion)
+        }
+        result.measuredNanoseconds = lastCompletion - measureStart
+        result.redemptions.sort { $0.requestIndex < $1.requestIndex }
+        return result
+    }
+
+    static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64((seconds * 1e9).rounded()) }
+
+    private func runClosed(
+        _ plan: LoadPlan, depth: Int, measureStart: UInt64, _ connections: [any LoadConnection],
+        _ recorders: [Recorder], _ request: @escaping @Sendable (Int) -> LoadRequest
+    ) async {
+        let issuer = ClosedLoopIssuer(plan: plan, measureStart: measureStart)
+        let clock = self.clock
+        await withDiscardingTaskGroup { group in
+            for (k, connection) in connections.enumerated() {
+                let recorder = recorders[k]
+                for _ in 0..<depth {
+                    group.addTask {
+                        while !Task.isCancelled {
+                            let sentAt = clock.now()
+                            guard let index = issuer.next(now: sentAt) else { return }
+                            let outcome = await connection.call(request(index))
+                            recorder.record(index: index, startedAt: sentAt, completedAt: clock.now(), outcome)
+                            // A lost connection answers at once: going on would spin and flood the figures
+                            // with errors. The worker retires; the others carry on.
+                            if case .transportError = outcome { return }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func runOpen(
+        _ plan: LoadPlan, rate: Double, maxInFlight: Int, start: UInt64, measureStart: UInt64,
+        _ connections: [any LoadConnection], _ recorders: [Recorder],
+        _ request: @escaping @Sendable (Int) -> LoadRequest
+    ) async {
+        let schedule = OpenLoopSchedule(start: start, rate: rate, measureStart: measureStart, stop: plan.stop)
+        let slots = connections.map { _ in Slots(maxInFlight) }
+        let clock = self.clock
+        await withDiscardingTaskGroup { group in
+            var index = 0
+            while let intended = schedule.intendedTime(of: index) {
+                if clock.now() < intended {
+                    do { try await clock.sleep(until: intended) } catch { break }
+                }
+                let k = index % connections.count
+                let (connection, recorder, slot, i) = (connections[k], recorders[k], slots[k], index)
+                await slot.acquire()
+                group.addTask {
+                    let outcome = await connection.call(request(i))
+                    recorder.record(index: i, startedAt: intended, completedAt: clock.now(), outcome)
+                    slot.release()
+                }
+                index += 1
+            }
+        }
+    }
+}
+
+/// The open-loop schedule: request `i` is intended at `start + i × 10⁹ / rate` ns; the schedule ends after the
+/// stop condition (counted on measured requests, those intended at or after `measureStart`).
+public struct OpenLoopSchedule: Sendable, Equatable {
+    public let start: UInt64
+    public let rate: Double
+    public let measureStart: UInt64
+    public let stop: StopCondition
+    /// The number of requests intended before `measureStart` (the warm-up requests).
+    public let warmupCount: Int
+
+    public init(start: UInt64, rate: Double, measureStart: UInt64, stop: StopCondition) {
+        self.start = start
+        self.rate = rate
+        self.measureStart = measureStart
+        self.stop = stop
+        // The first i with offset(i) ≥ measureStart - start, from an estimate corrected for rounding.
+        var i = 0
+        if measureStart > start {
+            let span = measureStart - start
+            i = Int((Double(span) * rate / 1e9).rounded(.down))
+            while i > 0 && Self.offset(i - 1, rate) >= span { i -= 1 }
+            while Self.offset(i, rate) < span { i += 1 }
+        }
+        warmupCount = i
+    }
+
+    static func offset(_ i: Int, _ rate: Double) -> UInt64 { UInt64((Double(i) * 1e9 / rate).rounded()) }
+
+    /// The intended send time of request `i`, or nil when the run has no request `i`.
+    public func intendedTime(of i: Int) -> UInt64? {
+        let t = start + Self.offset(i, rate)
+        switch stop {
+        case .duration(let seconds):
+            return t < measureStart + LoadRunner.nanoseconds(seconds) ? t : nil
+        case .requests(let n):
+            return i < warmupCount + n ? t : nil
+        }
+    }
+}
+
+/// Hands out request indices to closed-loop workers and says when to stop.
+final class ClosedLoopIssuer: Sendable {
+    private struct State {
+        var next = 0
+        var measuredIssued = 0
+    }
+    private let state = Mutex(State())
+    private let measureStart: UInt64
+    private let stop: StopCondition
+    private let stopAt: UInt64?
+
+    init(plan: LoadPlan, measureStart: UInt64) {
+        self.measureStart = measureStart
+        self.stop = plan.stop
+        if case .duration(let seconds) = plan.stop {
+            stopAt = measureStart + LoadRunner.nanoseconds(seconds)
+        } else {
+            stopAt = nil
+        }
+    }
+
+    /// The index of the next request to send at `now`, or nil when the run is over.
+    func next(now: UInt64) -> Int? {
+        if let stopAt, now >= stopAt { return nil }
+        return state.withLock { s -> Int? in
+            if now >= measureStart, case .requests(let n) = stop {
+                guard s.measuredIssued < n else { return nil }
+                s.measuredIssued += 1
+            }
+            defer { s.next += 1 }
+            return s.next
+        }
+    }
+}
+
+/// A counting semaphore for the open loop's in-flight cap of one connection.
+final class Slots: Sendable {
+    private struct State {
+        var free: Int
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state: Mutex<State>
+
+    init(_ count: Int) { state = Mutex(State(free: count)) }
+
+    func acquire() async {
+        let acquired = state.withLock { s -> Bool in
+            guard s.free > 0 else { return false }
+            s.free -= 1
+            return true
+        }
+        if acquired { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s -> Bool in
+                if s.free > 0 {
+                    s.free -= 1
+                    return true
+                }
+                s.waiters.append(c)
+                return false
+            }
+            if ready { c.resume() }
+        }
+    }
+
+    func release() {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if s.waiters.isEmpty {
+                s.free += 1
+                return nil
+            }
+            return s.waiters.removeFirst()  // the slot passes straight to the waiter
+        }
+        waiter?.resume()
+    }
+}
+
+/// The figures of one connection, guarded by a mutex (its depth workers or in-flight tasks record concurrently).
+final class Recorder: Sendable {
+    struct Part {
+        var latency = LatencyHistogram()
+        var timeline: Timeline
+        var errors: [String: UInt64] = [:]
+        var measured: UInt64 = 0
+        var successes: UInt64 = 0
+        var warmup: UInt64 = 0
+        var lastCompletion: UInt64 = 0
+        var redemptions: [AcknowledgedRedemption] = []
+    }
+    private let measureStart: UInt64
+    private let state: Mutex<Part>
+
+    init(measureStart: UInt64) {
+        self.measureStart = measureStart
+        state = Mutex(Part(timeline: Timeline(origin: measureStart)))
+    }
+
+    /// Records one completion; `startedAt` is the intended (open loop) or actual (closed loop) send time.
+    func record(index: Int, startedAt: UInt64, completedAt: UInt64, _ outcome: CallOutcome) {
+        let latency = completedAt >= startedAt ? completedAt - startedAt : 0
+        state.withLock { p in
+            if case .redeemed(let id, let campaign, let replayed) = outcome {
+                p.redemptions.append(
+                    AcknowledgedRedemption(
+                        requestIndex: index, redemptionId: id, campaignId: campaign, replayed: replayed))
+            }
+            guard startedAt >= measureStart else {
+                p.warmup += 1
+                return
+            }
+            p.measured += 1
+            p.latency.record(nanoseconds: latency)
+            p.timeline.record(completedAt: completedAt, latencyNanoseconds: latency, isError: outcome.isError)
+            if let key = outcome.errorKey { p.errors[key, default: 0] += 1 } else { p.successes += 1 }
+            p.lastCompletion = max(p.lastCompletion, completedAt)
+        }
+    }
+
+    func take() -> Part { state.withLock { $0 } }
+}

@@ -1,4 +1,0 @@
-// OfferLoadKit: placeholder until its issue fills it.
-import Foundation
-
-enum OfferLoadKitModule {}
