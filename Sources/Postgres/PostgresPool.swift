@@ -16,6 +16,15 @@ public final class PostgresPool: Sendable {
         /// Tasks waiting for a connection.
         public var waiters: Int
         public var maxConnections: Int
+
+        public init(open: Int, idle: Int, inUse: Int, connecting: Int, waiters: Int, maxConnections: Int) {
+            self.open = open
+            self.idle = idle
+            self.inUse = inUse
+            self.connecting = connecting
+            self.waiters = waiters
+            self.maxConnections = maxConnections
+        }
     }
 
     public let configuration: PostgresConfiguration
