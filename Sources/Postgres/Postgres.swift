@@ -1,4 +1,0 @@
-// Postgres: placeholder until its issue fills it.
-import Foundation
-
-enum PostgresModule {}

@@ -1,0 +1,100 @@
+import Foundation
+import CLibPQ
+import Dispatch
+
+/// How to reach the server: a libpq conninfo (`host=/sock user=postgres dbname=app`) or URI (`postgresql://…`).
+///
+/// Every connection also gets `TimeZone=UTC`, `DateStyle=ISO`, `extra_float_digits=3`, `bytea_output=hex` (via
+/// the startup `options`, appended to any the conninfo has) and `client_encoding=UTF8`.
+public struct PostgresConfiguration: Sendable, Hashable {
+    /// The connection string as given.
+    public var conninfo: String
+    /// `application_name` shown in `pg_stat_activity` (overrides the conninfo's).
+    public var applicationName: String?
+    /// Seconds libpq waits to connect (`connect_timeout`); nil keeps the conninfo's / libpq's default.
+    public var connectTimeoutSeconds: Int?
+
+    /// Validates `conninfo` with `PQconninfoParse`.
+    public init(conninfo: String, applicationName: String? = nil, connectTimeoutSeconds: Int? = 10) throws {
+        self.conninfo = conninfo
+        self.applicationName = applicationName
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+        _ = try parameters()
+    }
+
+    static let sessionOptions = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c bytea_output=hex"
+
+    /// Keyword/value pairs for `PQconnectdbParams` (with `expand_dbname = 0`).
+    func parameters() throws -> [(String, String)] {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &errorMessage) else {
+            let text = errorMessage.map { String(cString: $0) } ?? "invalid conninfo"
+            if let errorMessage { PQfreemem(errorMessage) }
+            // The conninfo may hold a password: do not echo it.
+            throw PostgresError(kind: .configuration, message: "invalid connection string: \(text)")
+        }
+        defer { PQconninfoFree(options) }
+        var pairs: [(String, String)] = []
+        var userOptions = ""
+        var i = 0
+        while let keyword = options[i].keyword {
+            defer { i += 1 }
+            guard let value = options[i].val else { continue }
+            let key = String(cString: keyword)
+            let text = String(cString: value)
+            switch key {
+            case "options": userOptions = text
+            case "client_encoding": continue
+            case "application_name" where applicationName != nil: continue
+            case "connect_timeout" where connectTimeoutSeconds != nil: continue
+            default: pairs.append((key, text))
+            }
+        }
+        pairs.append(("options", userOptions.isEmpty ? Self.sessionOptions : userOptions + " " + Self.sessionOptions))
+        pairs.append(("client_encoding", "UTF8"))
+        if let applicationName { pairs.append(("application_name", applicationName)) }
+        if let connectTimeoutSeconds { pairs.append(("connect_timeout", String(connectTimeoutSeconds))) }
+        return pairs
+    }
+
+    /// The same server with another database name (tests, admin tasks).
+    public func with(database: String) throws -> PostgresConfiguration {
+        var copy = self
+        let quoted = "'" + database.replacingOccurrences(of: "\\", with: "\\\\")
+            .replacingOccurrences(of: "'", with: "\\'") + "'"
+        if conninfo.hasPrefix("postgres://") || conninfo.hasPrefix("postgresql://") {
+            // Rebuild as keyword/value to replace dbname safely.
+            let pairs = try parameters().filter { $0.0 != "dbname" && $0.0 != "options" && $0.0 != "client_encoding" }
+            copy.conninfo = (pairs.map { "\($0.0)='\(Self.escape($0.1))'" } + ["dbname=\(quoted)"])
+                .joined(separator: " ")
+        } else {
+            copy.conninfo = conninfo + " dbname=\(quoted)"
+        }
+        return copy
+    }
+
+    static func escape(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+    }
+}
+
+/// Runs an actor's jobs on its own serial `DispatchQueue` (so blocking libpq calls never occupy Swift's
+/// cooperative pool). `DispatchSerialQueue` does not exist on Linux; this is the small replacement.
+final class PostgresQueueExecutor: SerialExecutor {
+    let queue: DispatchQueue
+
+    init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async {
+            job.runSynchronously(on: self.asUnownedSerialExecutor())
+        }
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+}

@@ -1,0 +1,318 @@
+import CLibPQ
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Transaction isolation levels for `BEGIN`.
+public enum PostgresIsolationLevel: String, Sendable, Hashable {
+    case readCommitted = "READ COMMITTED"
+    case repeatableRead = "REPEATABLE READ"
+    case serializable = "SERIALIZABLE"
+}
+
+/// One libpq connection, pinned to its own serial queue: every (blocking) libpq call runs there, never on the
+/// cooperative pool. Results are copied into `PostgresRows` before they leave the actor.
+///
+/// Not for concurrent use by design: calls queue up on the actor. Use `PostgresPool` for concurrency.
+public actor PostgresConnection {
+    /// The configuration it connects with.
+    public nonisolated let configuration: PostgresConfiguration
+    /// A process-unique number (for logs and the pool).
+    public nonisolated let id: Int
+    nonisolated let executor: PostgresQueueExecutor
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Owns the libpq handle (PQfinish in its deinit); only touched on this actor.
+    private let box = LibPQConnectionBox()
+    /// The libpq handle; nil when closed.
+    private var handle: OpaquePointer? {
+        get { box.conn }
+        set { box.conn = newValue }
+    }
+    /// Prepared statements by SQL text + parameter OIDs. Belongs to the current handle: cleared on (re)connect.
+    private var preparedStatements: [String: String] = [:]
+    private var statementCounter = 0
+    /// Upper bound of the prepared-statement cache; beyond it statements run unprepared.
+    static let maxPreparedStatements = 512
+
+    private static let ids = Atomic<Int>(0)
+
+    /// Creates a connection object without connecting (call `connect()`), e.g. for a pool.
+    public init(configuration: PostgresConfiguration) {
+        self.configuration = configuration
+        let id = Self.ids.wrappingAdd(1, ordering: .relaxed).newValue
+        self.id = id
+        self.executor = PostgresQueueExecutor(label: "offergate.postgres.connection.\(id)")
+    }
+
+    /// Opens a connection.
+    public static func connect(configuration: PostgresConfiguration) async throws -> PostgresConnection {
+        let connection = PostgresConnection(configuration: configuration)
+        try await connection.connect()
+        return connection
+    }
+
+    /// (Re)connects: closes any current handle (and forgets its prepared statements), then opens a new one.
+    public func connect() throws {
+        close()
+        let pairs = try configuration.parameters()
+        let conn = Self.withCStrings(pairs.map(\.0)) { keywords in
+            Self.withCStrings(pairs.map(\.1)) { values in
+                PQconnectdbParams(keywords, values, 0)
+            }
+        }
+        guard let conn else { throw PostgresError.connection("out of memory creating a connection") }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = PostgresError.trimmed(PQerrorMessage(conn)) ?? "connection failed"
+            PQfinish(conn)
+            throw PostgresError.connection(message)
+        }
+        // The gateway speaks JSON on stdout and keeps stderr for logs: swallow NOTICE/WARNING messages.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
+        handle = conn
+    }
+
+    /// Closes the connection (idempotent).
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        preparedStatements.removeAll()
+    }
+
+    /// True when a handle exists and `PQstatus` is OK (no I/O).
+    public var isConnected: Bool {
+        guard let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// The server process id (`PQbackendPID`), 0 when closed.
+    public var backendPID: Int32 { handle.map { PQbackendPID($0) } ?? 0 }
+
+    /// Number of cached prepared statements.
+    public var preparedStatementCount: Int { preparedStatements.count }
+
+    // MARK: Queries
+
+    /// Runs one parameterized statement. With `prepared: true` the statement is prepared once per connection
+    /// (keyed by SQL text and parameter types) and executed with `PQexecPrepared` after.
+    @discardableResult
+    public func query(_ query: PostgresQuery, prepared: Bool = false) throws -> PostgresRows {
+        let conn = try liveHandle()
+        if prepared, let name = try preparedName(for: query, conn: conn) {
+            let result = Self.withParams(query.binds) { n, _, values, lengths, formats in
+                PQexecPrepared(conn, name, n, values, lengths, formats, 0)
+            }
+            return try consume(result, query: query)
+        }
+        let result = Self.withParams(query.binds) { n, types, values, lengths, formats in
+            PQexecParams(conn, query.sql, n, types, values, lengths, formats, 0)
+        }
+        return try consume(result, query: query)
+    }
+
+    /// Runs SQL text with the simple query protocol (`PQexec`): several `;`-separated statements are allowed
+    /// (migrations); no parameters. Returns the last statement's result. Never pass untrusted input.
+    @discardableResult
+    public func simpleQuery(unsafeSQL sql: String) throws -> PostgresRows {
+        let conn = try liveHandle()
+        let result = PQexec(conn, sql)
+        return try consume(result, query: PostgresQuery(unsafeSQL: sql))
+    }
+
+    /// Runs `queries` in one round trip using libpq pipeline mode, followed by one sync point.
+    ///
+    /// Each element of the result is that statement's rows or its error. The statements form one implicit
+    /// transaction (unless inside `BEGIN`): when one fails, the earlier ones are rolled back and the later ones are
+    /// skipped (`.pipelineAborted`). The connection stays usable. Throws only for connection-level failures.
+    public func pipeline(
+        _ queries: [PostgresQuery], prepared: Bool = false
+    ) throws -> [Result<PostgresRows, PostgresError>] {
+        let conn = try liveHandle()
+        if queries.isEmpty { return [] }
+        var names: [String?] = []
+        for q in queries { names.append(prepared ? try preparedName(for: q, conn: conn) : nil) }
+        guard PQenterPipelineMode(conn) == 1 else { throw connectionError(conn, "cannot enter pipeline mode") }
+        PQsetnonblocking(conn, 1)
+        for (q, name) in zip(queries, names) {
+            let sent = Self.withParams(q.binds) { n, types, values, lengths, formats in
+                if let name { return PQsendQueryPrepared(conn, name, n, values, lengths, formats, 0) }
+                return PQsendQueryParams(conn, q.sql, n, types, values, lengths, formats, 0)
+            }
+            guard sent == 1, flush(conn) else { return try abandonPipeline(conn) }
+        }
+        guard PQpipelineSync(conn) == 1, flush(conn) else { return try abandonPipeline(conn) }
+        PQsetnonblocking(conn, 0)
+        var results: [Result<PostgresRows, PostgresError>] = []
+        results.reserveCapacity(queries.count)
+        for q in queries {
+            guard let result = PQgetResult(conn) else { return try abandonPipeline(conn) }
+            results.append(Result { try consume(result, query: q) }.mapError { Self.asPostgresError($0) })
+            // Each statement's results end with a NULL.
+            while let extra = PQgetResult(conn) { PQclear(extra) }
+        }
+        guard let sync = PQgetResult(conn) else { return try abandonPipeline(conn) }
+        let syncStatus = PQresultStatus(sync)
+        PQclear(sync)
+        guard syncStatus == PGRES_PIPELINE_SYNC, PQexitPipelineMode(conn) == 1 else {
+            return try abandonPipeline(conn)
+        }
+        return results
+    }
+
+    // MARK: Pool support
+
+    /// Cheap liveness check before reuse: if the idle socket is readable (the server sent a termination message
+    /// or closed it, e.g. after a restart), consume the input; returns whether the connection is still OK.
+    func probe() -> Bool {
+        guard let conn = handle, PQstatus(conn) == CONNECTION_OK else { return false }
+        var pfd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+        if poll(&pfd, 1, 0) > 0 {
+            if PQconsumeInput(conn) == 0 { return false }
+            while let notify = PQnotifies(conn) { PQfreemem(notify) }
+        }
+        return PQstatus(conn) == CONNECTION_OK
+    }
+
+    /// Makes the connection ready for the next user: rolls back an open transaction. Returns false when the
+    /// connection must be discarded.
+    func prepareForReuse() -> Bool {
+        guard let conn = handle, PQstatus(conn) == CONNECTION_OK else { return false }
+        if PQpipelineStatus(conn) != PQ_PIPELINE_OFF { return false }
+        switch PQtransactionStatus(conn) {
+        case PQTRANS_IDLE:
+            return true
+        case PQTRANS_INTRANS, PQTRANS_INERROR:
+            return (try? simpleQuery(unsafeSQL: "ROLLBACK")) != nil && PQtransactionStatus(conn) == PQTRANS_IDLE
+        default:
+            return false
+        }
+    }
+
+    /// `PQtransactionStatus` is idle (not inside BEGIN).
+    var isIdleOutsideTransaction: Bool {
+        guard let handle else { return false }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    // MARK: Internals
+
+    private func liveHandle() throws -> OpaquePointer {
+        guard let handle else { throw PostgresError.connection("connection is closed") }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            throw connectionError(handle, "connection is broken")
+        }
+        return handle
+    }
+
+    private func connectionError(_ conn: OpaquePointer, _ fallback: String) -> PostgresError {
+        PostgresError.connection(PostgresError.trimmed(PQerrorMessage(conn)) ?? fallback)
+    }
+
+    /// After a failure in the middle of a pipeline the protocol state is unknown: drop the connection.
+    private func abandonPipeline(_ conn: OpaquePointer) throws -> [Result<PostgresRows, PostgresError>] {
+        let error = connectionError(conn, "pipeline failed")
+        close()
+        throw error
+    }
+
+    /// Flushes a non-blocking connection, reading input meanwhile so the server never blocks on a full socket.
+    private func flush(_ conn: OpaquePointer) -> Bool {
+        while true {
+            let r = PQflush(conn)
+            if r == 0 { return true }
+            if r < 0 { return false }
+            var pfd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN | POLLOUT), revents: 0)
+            if poll(&pfd, 1, -1) < 0, errno != EINTR { return false }
+            if pfd.revents & Int16(POLLIN) != 0, PQconsumeInput(conn) == 0 { return false }
+        }
+    }
+
+    private func preparedName(for query: PostgresQuery, conn: OpaquePointer) throws -> String? {
+        let key = query.sql + "\u{0}" + query.binds.map { String($0.type.rawValue) }.joined(separator: ",")
+        if let name = preparedStatements[key] { return name }
+        guard preparedStatements.count < Self.maxPreparedStatements else { return nil }
+        statementCounter += 1
+        let name = "og_\(statementCounter)"
+        let types = query.binds.map { Oid($0.type.rawValue) }
+        let result = PQprepare(conn, name, query.sql, Int32(types.count), types)
+        _ = try consume(result, query: query)
+        preparedStatements[key] = name
+        return name
+    }
+
+    /// Converts a result (and clears it).
+    private func consume(_ result: OpaquePointer?, query: PostgresQuery) throws -> PostgresRows {
+        guard let result else {
+            throw PostgresError.fromResult(nil, conn: handle, query: query.sql, binds: query.binds)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_SINGLE_TUPLE:
+            return PostgresRows(result: result)
+        default:
+            throw PostgresError.fromResult(result, conn: handle, query: query.sql, binds: query.binds)
+        }
+    }
+
+    static func asPostgresError(_ error: any Error) -> PostgresError {
+        (error as? PostgresError) ?? PostgresError(kind: .protocolViolation, message: "\(error)")
+    }
+
+    /// Lays out binds for libpq: text values NUL-terminated in one buffer, binary values with lengths.
+    static func withParams<R>(
+        _ binds: [PostgresBind],
+        _ body: (
+            Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
+            UnsafePointer<Int32>?
+        ) -> R
+    ) -> R {
+        if binds.isEmpty { return body(0, nil, nil, nil, nil) }
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(binds.reduce(0) { $0 + ($1.bytes?.count ?? 0) + 1 })
+        var offsets: [Int] = []
+        var lengths: [Int32] = []
+        for bind in binds {
+            if let bytes = bind.bytes {
+                offsets.append(buffer.count)
+                buffer.append(contentsOf: bytes)
+                buffer.append(0)
+                lengths.append(Int32(bytes.count))
+            } else {
+                offsets.append(-1)
+                lengths.append(0)
+            }
+        }
+        let types = binds.map { Oid($0.type.rawValue) }
+        let formats = binds.map { $0.format.rawValue }
+        return buffer.withUnsafeBufferPointer { raw in
+            let base = raw.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }
+            let values: [UnsafePointer<CChar>?] = offsets.map { offset in
+                offset < 0 ? nil : base.map { $0 + offset }
+            }
+            return body(Int32(binds.count), types, values, lengths, formats)
+        }
+    }
+
+    static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
+        // Never empty (NULL-terminated), so baseAddress is non-nil.
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}
+
+/// Owns a `PGconn`; finishes it when released. Not Sendable: lives inside one `PostgresConnection` actor.
+final class LibPQConnectionBox {
+    var conn: OpaquePointer?
+
+    deinit {
+        if let conn { PQfinish(conn) }
+    }
+}

@@ -1,0 +1,202 @@
+import CLibPQ
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A `NOTIFY` received by a `PostgresListener`.
+public struct PostgresNotification: Sendable, Hashable {
+    public var channel: String
+    public var payload: String
+    /// The notifying server process.
+    public var backendPID: Int32
+
+    public init(channel: String, payload: String, backendPID: Int32) {
+        self.channel = channel
+        self.payload = payload
+        self.backendPID = backendPID
+    }
+}
+
+/// What a listener delivers.
+public enum PostgresListenerEvent: Sendable, Hashable {
+    case notification(PostgresNotification)
+    /// The connection was lost and re-established (all channels LISTENed again). Notifications sent while it was
+    /// down are lost: invalidate whatever they keep fresh.
+    case reconnected
+}
+
+/// LISTENs on channels over a dedicated connection driven by its own thread (`poll` on `PQsocket`, then
+/// `PQconsumeInput`/`PQnotifies`); reconnects and re-LISTENs by itself after the server restarts.
+public final class PostgresListener: Sendable {
+    /// Notifications and reconnect markers, in order. Ends after `stop()`.
+    public let events: AsyncStream<PostgresListenerEvent>
+    private let core: ListenerCore
+
+    private init(events: AsyncStream<PostgresListenerEvent>, core: ListenerCore) {
+        self.events = events
+        self.core = core
+    }
+
+    /// Connects, LISTENs on `channels`, and returns once they are active (throws if the first connect fails).
+    public static func start(
+        configuration: PostgresConfiguration, channels: [String], reconnectDelay: Duration = .milliseconds(200)
+    ) async throws -> PostgresListener {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PostgresListenerEvent.self, bufferingPolicy: .bufferingNewest(10_000))
+        let core = ListenerCore(
+            configuration: configuration, channels: channels, continuation: continuation,
+            reconnectDelay: reconnectDelay)
+        continuation.onTermination = { [core] _ in core.requestStop() }
+        try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
+            let thread = Thread { core.run(started: started) }
+            thread.name = "offergate.postgres.listener"
+            thread.start()
+        }
+        return PostgresListener(events: stream, core: core)
+    }
+
+    /// Adds a channel (LISTENed within a poll interval, ~100 ms).
+    public func listen(_ channel: String) {
+        core.add(channel)
+    }
+
+    /// Stops the thread and ends `events` (within ~100 ms).
+    public func stop() {
+        core.requestStop()
+    }
+
+    deinit {
+        core.requestStop()
+    }
+}
+
+/// The listener thread's shared state. Sendable: mutable state is behind a `Mutex`; the `PGconn` lives only in
+/// `run`'s locals on the listener thread.
+final class ListenerCore: Sendable {
+    private struct State {
+        var channels: [String]
+        var pending: [String] = []
+        var stopped = false
+    }
+
+    let configuration: PostgresConfiguration
+    let continuation: AsyncStream<PostgresListenerEvent>.Continuation
+    let reconnectDelay: Duration
+    private let state: Mutex<State>
+
+    init(
+        configuration: PostgresConfiguration, channels: [String],
+        continuation: AsyncStream<PostgresListenerEvent>.Continuation, reconnectDelay: Duration
+    ) {
+        self.configuration = configuration
+        self.continuation = continuation
+        self.reconnectDelay = reconnectDelay
+        self.state = Mutex(State(channels: channels))
+    }
+
+    func add(_ channel: String) {
+        state.withLock { s in
+            guard !s.channels.contains(channel) else { return }
+            s.channels.append(channel)
+            s.pending.append(channel)
+        }
+    }
+
+    func requestStop() {
+        state.withLock { $0.stopped = true }
+    }
+
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
+    static func quoteIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Connects and LISTENs on every channel; nil (and the handle closed) on failure.
+    private func open() -> (OpaquePointer?, String?) {
+        let pairs: [(String, String)]
+        do { pairs = try configuration.parameters() } catch { return (nil, "\(error)") }
+        let conn = PostgresConnection.withCStrings(pairs.map(\.0)) { keywords in
+            PostgresConnection.withCStrings(pairs.map(\.1)) { values in PQconnectdbParams(keywords, values, 0) }
+        }
+        guard let conn else { return (nil, "out of memory") }
+        guard PQstatus(conn) == CONNECTION_OK else {
+            let message = PostgresError.trimmed(PQerrorMessage(conn))
+            PQfinish(conn)
+            return (nil, message)
+        }
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
+        let channels = state.withLock { s in
+            s.pending.removeAll()
+            return s.channels
+        }
+        for channel in channels where !execute(conn, "LISTEN \(Self.quoteIdentifier(channel))") {
+            let message = PostgresError.trimmed(PQerrorMessage(conn))
+            PQfinish(conn)
+            return (nil, message)
+        }
+        return (conn, nil)
+    }
+
+    private func execute(_ conn: OpaquePointer, _ sql: String) -> Bool {
+        guard let result = PQexec(conn, sql) else { return false }
+        defer { PQclear(result) }
+        return PQresultStatus(result) == PGRES_COMMAND_OK
+    }
+
+    private func sleep(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
+    /// The thread body.
+    func run(started: CheckedContinuation<Void, any Error>) {
+        var (conn, message) = open()
+        guard conn != nil else {
+            started.resume(throwing: PostgresError.connection(message ?? "listener could not connect"))
+            continuation.finish()
+            return
+        }
+        started.resume()
+        while !isStopped {
+            guard let live = conn else {
+                sleep(reconnectDelay)
+                if isStopped { break }
+                (conn, message) = open()
+                if conn != nil { continuation.yield(.reconnected) }
+                continue
+            }
+            let pending = state.withLock { s in
+                defer { s.pending.removeAll() }
+                return s.pending
+            }
+            for channel in pending { _ = execute(live, "LISTEN \(Self.quoteIdentifier(channel))") }
+            var pfd = pollfd(fd: PQsocket(live), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, 100)
+            if ready > 0, PQconsumeInput(live) == 0 {
+                PQfinish(live)
+                conn = nil
+                continue
+            }
+            while let notify = PQnotifies(live) {
+                let n = notify.pointee
+                let event = PostgresNotification(
+                    channel: n.relname.map { String(cString: $0) } ?? "",
+                    payload: n.extra.map { String(cString: $0) } ?? "", backendPID: n.be_pid)
+                PQfreemem(notify)
+                continuation.yield(.notification(event))
+            }
+            if PQstatus(live) != CONNECTION_OK {
+                PQfinish(live)
+                conn = nil
+            }
+        }
+        if let conn { PQfinish(conn) }
+        continuation.finish()
+    }
+}

@@ -1,0 +1,310 @@
+import Foundation
+import Synchronization
+
+/// A pool of `PostgresConnection`s: opens up to `maxConnections` lazily, serves waiters first come first served,
+/// fails a waiter with `.poolTimeout` after `acquireTimeout`, discards broken connections and reconnects idle ones
+/// that died (e.g. after a server restart), so the process recovers without restarting.
+public final class PostgresPool: Sendable {
+    /// Snapshot of the pool's counters.
+    public struct Stats: Sendable, Equatable {
+        /// Open connections (idle + in use).
+        public var open: Int
+        public var idle: Int
+        public var inUse: Int
+        /// Connections being opened.
+        public var connecting: Int
+        /// Tasks waiting for a connection.
+        public var waiters: Int
+        public var maxConnections: Int
+
+        public init(open: Int, idle: Int, inUse: Int, connecting: Int, waiters: Int, maxConnections: Int) {
+            self.open = open
+            self.idle = idle
+            self.inUse = inUse
+            self.connecting = connecting
+            self.waiters = waiters
+            self.maxConnections = maxConnections
+        }
+    }
+
+    public let configuration: PostgresConfiguration
+    public let maxConnections: Int
+    public let acquireTimeout: Duration
+
+    private struct Waiter {
+        var continuation: CheckedContinuation<(Int, PostgresConnection), any Error>
+        var timeout: Task<Void, Never>?
+    }
+
+    private struct State {
+        var machine: PoolStateMachine
+        var connections: [Int: PostgresConnection] = [:]
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiterID = 1
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a pool; no connection is opened until first use.
+    public init(configuration: PostgresConfiguration, maxConnections: Int = 10, acquireTimeout: Duration = .seconds(10))
+    {
+        self.configuration = configuration
+        self.maxConnections = max(1, maxConnections)
+        self.acquireTimeout = acquireTimeout
+        self.state = Mutex(State(machine: PoolStateMachine(maxConnections: maxConnections)))
+    }
+
+    /// Current counters.
+    public func stats() -> Stats {
+        let s = state.withLock { $0.machine.stats }
+        return Stats(
+            open: s.open, idle: s.idle, inUse: s.inUse, connecting: s.connecting, waiters: s.waiters,
+            maxConnections: s.maxConnections)
+    }
+
+    // MARK: Using connections
+
+    /// Leases a connection for `body` and returns it after (rolling back any transaction `body` left open; a
+    /// broken connection is discarded). Do not keep the connection beyond `body`.
+    public func withConnection<T: Sendable>(
+        _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let (id, connection) = try await lease()
+        let value: T
+        do {
+            value = try await body(connection)
+        } catch {
+            await giveBack(id, connection)
+            throw error
+        }
+        await giveBack(id, connection)
+        return value
+    }
+
+    /// Runs one statement on a pooled connection (see `PostgresConnection.query(_:prepared:)`).
+    @discardableResult
+    public func query(_ query: PostgresQuery, prepared: Bool = false) async throws -> PostgresRows {
+        let (id, connection) = try await acquire()
+        let outcome = await connection.pooledQuery(query, prepared: prepared)
+        release(id, reusable: outcome.reusable)
+        return try outcome.result.get()
+    }
+
+    /// Runs a pipeline on a pooled connection (see `PostgresConnection.pipeline(_:prepared:)`).
+    public func pipeline(
+        _ queries: [PostgresQuery], prepared: Bool = false
+    ) async throws -> [Result<PostgresRows, PostgresError>] {
+        try await withConnection { try await $0.pipeline(queries, prepared: prepared) }
+    }
+
+    /// Sends a notification (`pg_notify`) on `channel`.
+    public func notify(channel: String, payload: String = "") async throws {
+        try await query("SELECT pg_notify(\(channel), \(payload))")
+    }
+
+    /// Runs `body` in a transaction: `BEGIN ISOLATION LEVEL …`, body, `COMMIT`; `ROLLBACK` when anything throws.
+    ///
+    /// On a serialization failure (40001) or deadlock (40P01), from the body or from `COMMIT`, the whole
+    /// transaction is retried (fresh `BEGIN`, body run again) up to `maxAttempts` times in all, with a small
+    /// jittered backoff; then the last error is thrown. `body` must therefore be safe to run more than once
+    /// (no side effects outside the database). A `COMMIT` that turns into a rollback (the body swallowed an error)
+    /// throws `.transactionAborted`.
+    public func withTransaction<T: Sendable>(
+        isolation: PostgresIsolationLevel = .readCommitted,
+        maxAttempts: Int = 5,
+        _ body: @Sendable (PostgresTransaction) async throws -> T
+    ) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await withConnection { connection in
+                    try await connection.runTransaction(isolation: isolation, body)
+                }
+            } catch let error as PostgresError where error.isSerializationFailure && attempt < maxAttempts {
+                let jitterMillis = Int.random(in: 1...10) * attempt
+                try await Task.sleep(for: .milliseconds(jitterMillis))
+            }
+        }
+    }
+
+    /// Shuts down: closes idle connections, fails waiters with `.poolClosed`; leased connections close when
+    /// returned; later calls fail with `.poolClosed`.
+    public func close() async {
+        let (actions, toClose) = state.withLock { s -> ([PoolStateMachine.Action], [PostgresConnection]) in
+            let actions = s.machine.close()
+            let ids = actions.compactMap { if case .closeConnection(let id) = $0 { id } else { nil } }
+            return (actions, ids.compactMap { s.connections[$0] })
+        }
+        perform(actions.filter { if case .closeConnection = $0 { false } else { true } })
+        for connection in toClose { await connection.close() }
+        state.withLock { s in
+            for (id, c) in s.connections where toClose.contains(where: { $0 === c }) { s.connections[id] = nil }
+        }
+    }
+
+    // MARK: Lease / release
+
+    /// A connection that is alive (reconnected in place if its idle socket died).
+    private func lease() async throws -> (Int, PostgresConnection) {
+        let (id, connection) = try await acquire()
+        do {
+            try await connection.ensureAlive()
+        } catch {
+            release(id, reusable: false)
+            throw error
+        }
+        return (id, connection)
+    }
+
+    private func giveBack(_ id: Int, _ connection: PostgresConnection) async {
+        let reusable = await connection.prepareForReuse()
+        release(id, reusable: reusable)
+    }
+
+    private func release(_ id: Int, reusable: Bool) {
+        let actions = state.withLock { $0.machine.release(id, reusable: reusable) }
+        perform(actions)
+    }
+
+    private func acquire() async throws -> (Int, PostgresConnection) {
+        let waiterID = state.withLock { s in
+            defer { s.nextWaiterID += 1 }
+            return s.nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let actions = state.withLock { s in
+                    s.waiters[waiterID] = Waiter(continuation: continuation, timeout: nil)
+                    return s.machine.acquire(waiterID)
+                }
+                perform(actions)
+                let timeout = acquireTimeout
+                let needsTimer = state.withLock { $0.waiters[waiterID] != nil }
+                guard needsTimer else { return }
+                let timer = Task { [weak self] in
+                    do { try await Task.sleep(for: timeout) } catch { return }
+                    self?.waiterTimedOut(waiterID)
+                }
+                let stillWaiting = state.withLock { s in
+                    guard s.waiters[waiterID] != nil else { return false }
+                    s.waiters[waiterID]?.timeout = timer
+                    return true
+                }
+                if !stillWaiting { timer.cancel() }
+            }
+        } onCancel: {
+            let actions = state.withLock { $0.machine.waiterCancelled(waiterID) }
+            perform(actions)
+        }
+    }
+
+    private func waiterTimedOut(_ waiterID: Int) {
+        let error = PostgresError(
+            kind: .poolTimeout,
+            message: "no connection became available within \(acquireTimeout) (max \(maxConnections) connections)")
+        let actions = state.withLock { $0.machine.waiterTimedOut(waiterID, error: error) }
+        perform(actions)
+    }
+
+    /// Performs actions: continuations are resumed and tasks started outside the lock.
+    private func perform(_ actions: [PoolStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .lease(let id, let waiterID):
+                let (waiter, connection) = state.withLock { s in (s.waiters.removeValue(forKey: waiterID), s.connections[id]) }
+                waiter?.timeout?.cancel()
+                if let connection {
+                    waiter?.continuation.resume(returning: (id, connection))
+                } else {
+                    waiter?.continuation.resume(throwing: PostgresError(kind: .protocolViolation, message: "pool lost a connection"))
+                }
+            case .failWaiter(let waiterID, let error):
+                let waiter = state.withLock { $0.waiters.removeValue(forKey: waiterID) }
+                waiter?.timeout?.cancel()
+                waiter?.continuation.resume(throwing: error)
+            case .closeConnection(let id):
+                let connection = state.withLock { $0.connections.removeValue(forKey: id) }
+                if let connection { Task { await connection.close() } }
+            case .openConnection(let id):
+                let connection = PostgresConnection(configuration: configuration)
+                state.withLock { $0.connections[id] = connection }
+                Task { [weak self] in
+                    do {
+                        try await connection.connect()
+                        guard let self else { return }
+                        self.perform(self.state.withLock { $0.machine.connectionOpened(id) })
+                    } catch {
+                        guard let self else { return }
+                        let failure = PostgresConnection.asPostgresError(error)
+                        self.state.withLock { _ = $0.connections.removeValue(forKey: id) }
+                        self.perform(self.state.withLock { $0.machine.connectionFailed(id, error: failure) })
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A transaction in progress, handed to `PostgresPool.withTransaction`'s body. Only valid inside the body.
+public struct PostgresTransaction: Sendable {
+    /// The connection the transaction runs on.
+    public let connection: PostgresConnection
+
+    /// Runs one statement in the transaction.
+    @discardableResult
+    public func query(_ query: PostgresQuery, prepared: Bool = false) async throws -> PostgresRows {
+        try await connection.query(query, prepared: prepared)
+    }
+
+    /// Runs a pipeline inside the transaction (a failing statement fails the transaction).
+    public func pipeline(
+        _ queries: [PostgresQuery], prepared: Bool = false
+    ) async throws -> [Result<PostgresRows, PostgresError>] {
+        try await connection.pipeline(queries, prepared: prepared)
+    }
+}
+
+extension PostgresConnection {
+    /// One attempt of a transaction (BEGIN, body, COMMIT; ROLLBACK on error).
+    func runTransaction<T: Sendable>(
+        isolation: PostgresIsolationLevel, _ body: @Sendable (PostgresTransaction) async throws -> T
+    ) async throws -> T {
+        try query(.unsafeRaw("BEGIN ISOLATION LEVEL \(isolation.rawValue)"))
+        do {
+            let value = try await body(PostgresTransaction(connection: self))
+            let commit = try query("COMMIT")
+            guard commit.commandTag == "COMMIT" else {
+                throw PostgresError(
+                    kind: .transactionAborted,
+                    message: "COMMIT rolled back: a statement of the transaction had failed")
+            }
+            return value
+        } catch {
+            rollbackIfInTransaction()
+            throw error
+        }
+    }
+
+    /// `ROLLBACK` if a transaction is open (errors ignored: a broken connection is discarded by the pool).
+    func rollbackIfInTransaction() {
+        guard isConnected, !isIdleOutsideTransaction else { return }
+        _ = try? simpleQuery(unsafeSQL: "ROLLBACK")
+    }
+
+    /// Reconnects in place (same actor, fresh handle, empty statement cache) when the idle connection died.
+    func ensureAlive() throws {
+        if !probe() { try connect() }
+    }
+
+    /// `ensureAlive` + query + reuse check in one hop onto the connection's queue.
+    func pooledQuery(_ q: PostgresQuery, prepared: Bool) -> (result: Result<PostgresRows, PostgresError>, reusable: Bool) {
+        do {
+            try ensureAlive()
+        } catch {
+            return (.failure(Self.asPostgresError(error)), false)
+        }
+        let result = Result { try query(q, prepared: prepared) }.mapError { Self.asPostgresError($0) }
+        return (result, prepareForReuse())
+    }
+}

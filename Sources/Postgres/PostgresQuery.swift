@@ -1,0 +1,118 @@
+/// A parameterized SQL statement. String interpolation binds values: `"SELECT * FROM t WHERE id = \(id)"` becomes
+/// `SELECT * FROM t WHERE id = $1` with `id` bound. The only way to splice raw SQL is `unsafeRaw`.
+public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    /// The SQL text with `$n` placeholders.
+    public private(set) var sql: String
+    /// The bound parameters, `$1` first.
+    public private(set) var binds: [PostgresBind]
+
+    /// A statement from SQL text and already-made binds (`$n` in `sql` must match `binds`).
+    public init(unsafeSQL sql: String, binds: [PostgresBind] = []) {
+        self.sql = sql
+        self.binds = binds
+    }
+
+    public init(stringLiteral value: String) {
+        self.init(unsafeSQL: value)
+    }
+
+    public init(stringInterpolation: StringInterpolation) {
+        self.init(unsafeSQL: stringInterpolation.sql, binds: stringInterpolation.binds)
+    }
+
+    /// SQL text that is NOT escaped or parameterized. Never pass untrusted input.
+    public static func unsafeRaw(_ sql: String) -> PostgresQuery {
+        PostgresQuery(unsafeSQL: sql)
+    }
+
+    /// Appends raw SQL text (NOT escaped). Never pass untrusted input.
+    public mutating func appendUnsafeRaw(_ sql: String) {
+        self.sql += sql
+    }
+
+    /// Appends a bound value as the next `$n`.
+    public mutating func appendBind(_ value: some PostgresEncodable) {
+        binds.append(value.postgresBind())
+        sql += "$\(binds.count)"
+    }
+
+    /// Appends another query, renumbering its placeholders after this one's.
+    public mutating func append(_ other: PostgresQuery) {
+        let shift = binds.count
+        sql += shift == 0 ? other.sql : Self.renumber(other.sql, by: shift)
+        binds += other.binds
+    }
+
+    /// The SQL text only (never the bound values).
+    public var description: String { sql }
+
+    /// Shifts `$n` placeholders outside quotes by `shift`.
+    static func renumber(_ sql: String, by shift: Int) -> String {
+        var out = ""
+        var quote: Character?
+        let iterator = Array(sql)
+        var i = 0
+        while i < iterator.count {
+            let c = iterator[i]
+            if let q = quote {
+                out.append(c)
+                if c == q { quote = nil }
+                i += 1
+            } else if c == "'" || c == "\"" {
+                quote = c
+                out.append(c)
+                i += 1
+            } else if c == "$", i + 1 < iterator.count, iterator[i + 1].isASCII, iterator[i + 1].isNumber {
+                var j = i + 1
+                var n = 0
+                while j < iterator.count, iterator[j].isASCII, let d = iterator[j].wholeNumberValue {
+                    n = n * 10 + d
+                    j += 1
+                }
+                out += "$\(n + shift)"
+                i = j
+            } else {
+                out.append(c)
+                i += 1
+            }
+        }
+        return out
+    }
+
+    /// Builds the SQL text and binds of an interpolated `PostgresQuery`.
+    public struct StringInterpolation: StringInterpolationProtocol, Sendable {
+        public typealias StringLiteralType = String
+        var sql: String
+        var binds: [PostgresBind]
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            sql = ""
+            sql.reserveCapacity(literalCapacity + interpolationCount * 3)
+            binds = []
+            binds.reserveCapacity(interpolationCount)
+        }
+
+        public mutating func appendLiteral(_ literal: String) {
+            sql += literal
+        }
+
+        /// Binds `value` as the next `$n`.
+        public mutating func appendInterpolation(_ value: some PostgresEncodable) {
+            binds.append(value.postgresBind())
+            sql += "$\(binds.count)"
+        }
+
+        /// Binds `value` (NULL when nil) as the next `$n`.
+        public mutating func appendInterpolation<T: PostgresEncodable>(_ value: T?) {
+            binds.append(value.postgresBind())
+            sql += "$\(binds.count)"
+        }
+
+        /// Splices another query, renumbering its placeholders.
+        public mutating func appendInterpolation(query: PostgresQuery) {
+            let shift = binds.count
+            sql += shift == 0 ? query.sql : PostgresQuery.renumber(query.sql, by: shift)
+            binds += query.binds
+        }
+    }
+}

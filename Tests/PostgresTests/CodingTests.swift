@@ -1,0 +1,209 @@
+import Foundation
+import Testing
+
+@testable import Postgres
+
+@Suite("Encoding and decoding without a server")
+struct CodingTests {
+    func cell(_ text: String?, _ type: PostgresDataType, name: String = "c") -> PostgresCell {
+        PostgresCell(bytes: text.map { Array($0.utf8)[...] }, type: type, columnName: name, columnIndex: 0)
+    }
+
+    @Test func interpolationBindsValuesAsPlaceholders() {
+        let secret = "x'; DROP TABLE t; --"
+        let n: Int64? = nil
+        let q: PostgresQuery = "SELECT * FROM t WHERE a = \(secret) AND b = \(42) AND c = \(n)"
+        #expect(q.sql == "SELECT * FROM t WHERE a = $1 AND b = $2 AND c = $3")
+        #expect(q.binds.count == 3)
+        #expect(q.binds[0] == PostgresBind(type: .text, text: secret))
+        #expect(q.binds[1] == PostgresBind(type: .int8, text: "42"))
+        #expect(q.binds[2] == PostgresBind(type: .int8, bytes: nil))
+        #expect(!q.description.contains("DROP"))
+    }
+
+    @Test func appendingQueriesRenumbersPlaceholdersOutsideQuotes() {
+        var q: PostgresQuery = "SELECT \(1) WHERE x = \(2)"
+        q.append(" AND y = \(3) AND z = '$1' AND w = \(4)")
+        #expect(q.sql == "SELECT $1 WHERE x = $2 AND y = $3 AND z = '$1' AND w = $4")
+        #expect(q.binds.map { $0.bytes.map { String(decoding: $0, as: UTF8.self) } } == ["1", "2", "3", "4"])
+        let inner: PostgresQuery = "b = \("v")"
+        let outer: PostgresQuery = "a = \(true) AND \(query: inner)"
+        #expect(outer.sql == "a = $1 AND b = $2")
+        var raw = PostgresQuery.unsafeRaw("SELECT 1")
+        raw.appendUnsafeRaw(" + 2")
+        #expect(raw.sql == "SELECT 1 + 2")
+        #expect(raw.binds.isEmpty)
+    }
+
+    @Test(arguments: [
+        ("{}", [String?]()),
+        ("{a,b}", ["a", "b"]),
+        ("{\"a,b\",\"c}\",\"{d\"}", ["a,b", "c}", "{d"]),
+        ("{\"with \\\"quote\\\"\",\"back\\\\slash\"}", ["with \"quote\"", "back\\slash"]),
+        ("{NULL,\"NULL\",null}", [nil, "NULL", "null"]),
+        ("{\"\",\" \"}", ["", " "]),
+        ("{héllo,\"😀 x\",\u{2063}}", ["héllo", "😀 x", "\u{2063}"]),
+        ("[0:1]={x,y}", ["x", "y"]),
+    ])
+    func arrayLiteralParsing(literal: String, expected: [String?]) throws {
+        let parsed = try [String?].decode(from: cell(literal, .textArray))
+        #expect(parsed == expected)
+    }
+
+    @Test(arguments: ["{{a},{b}}", "{a", "a}", "{\"a}", "{a}x", ""])
+    func malformedArrayLiteralsThrowWithoutEchoingTheValue(literal: String) {
+        #expect(throws: PostgresError.self) { try [String?].decode(from: cell(literal, .textArray)) }
+    }
+
+    @Test func nullElementInNonOptionalArrayIsADecodeError() throws {
+        #expect(try [String].decode(from: cell("{a,b}", .textArray)) == ["a", "b"])
+        let error = #expect(throws: PostgresError.self) { try [String].decode(from: cell("{a,NULL}", .textArray)) }
+        #expect(error?.kind == .decode)
+        #expect(error?.decodeColumn?.contains("c[2]") == true)
+    }
+
+    @Test func arrayEncodingQuotesAndEscapes() {
+        let bind = ["a", "b,c", "q\"", "s\\", "NULL"].postgresBind()
+        #expect(bind.type == .textArray)
+        #expect(bind.bytes.map { String(decoding: $0, as: UTF8.self) } == #"{"a","b,c","q\"","s\\","NULL"}"#)
+        let ints: [Int64?] = [1, nil, -3]
+        #expect(ints.postgresBind().bytes.map { String(decoding: $0, as: UTF8.self) } == #"{"1",NULL,"-3"}"#)
+        #expect(ints.postgresBind().type == .int8Array)
+    }
+
+    @Test(arguments: [
+        ("2024-03-01 12:00:00+00", 1_709_294_400.0),
+        ("2024-03-01 17:30:00+05:30", 1_709_294_400.0),
+        ("2024-03-01 08:30:00-03:30", 1_709_294_400.0),
+        ("2024-03-01T12:00:00Z", 1_709_294_400.0),
+        ("2024-03-01 12:00:00.5+00", 1_709_294_400.5),
+        ("2024-03-01 12:00:00.123456+00", 1_709_294_400.123456),
+        ("1900-01-01 00:19:32+00:19:32", -2_208_988_800.0),
+        ("1969-12-31 23:59:59.999999+00", -0.000001),
+        ("2000-02-29 00:00:00+00", 951_782_400.0),
+    ])
+    func timestampParsing(text: String, seconds: Double) throws {
+        let date = try Date.decode(from: cell(text, .timestamptz))
+        #expect(abs(date.timeIntervalSince1970 - seconds) < 0.0000005)
+    }
+
+    @Test(arguments: ["infinity", "-infinity", "2024-13-01 00:00:00+00", "2024-03-01", "2024-03-01 12:00:00 BC"])
+    func unsupportedTimestampsThrow(text: String) {
+        #expect(throws: PostgresError.self) { try Date.decode(from: cell(text, .timestamptz)) }
+    }
+
+    @Test func timestampFormatting() {
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 1_709_294_400.123456))
+            == "2024-03-01T12:00:00.123456Z")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -0.000001)) == "1969-12-31T23:59:59.999999Z")
+        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
+    }
+
+    @Test func numericKeepsExactText() throws {
+        let text = "12345678901234567890.123456789"
+        let n = try PostgresNumeric.decode(from: cell(text, .numeric))
+        #expect(n.text == text)
+        #expect(n.decimal == Decimal(string: text))
+        #expect(PostgresNumeric(Decimal(string: "-0.5")!)?.text == "-0.5")
+        #expect(PostgresNumeric("1e5") == nil)
+        #expect(PostgresNumeric("NaN")?.decimal == nil)
+        #expect(PostgresNumeric("12.") == nil)
+        #expect(PostgresNumeric(Int64.min).text == "-9223372036854775808")
+    }
+
+    @Test func integersAreRangeChecked() throws {
+        #expect(try Int16.decode(from: cell("32767", .int4)) == 32767)
+        #expect(throws: PostgresError.self) { try Int16.decode(from: cell("32768", .int4)) }
+        #expect(throws: PostgresError.self) { try Int64.decode(from: cell("1", .text)) }
+    }
+
+    @Test func byteaHex() throws {
+        #expect(try [UInt8].decode(from: cell("\\x00ff10", .bytea)) == [0, 255, 16])
+        #expect(try Data.decode(from: cell("\\x", .bytea)) == Data())
+        #expect(throws: PostgresError.self) { try [UInt8].decode(from: cell("\\x0", .bytea)) }
+        #expect([UInt8]([1, 2]).postgresBind() == PostgresBind(type: .bytea, format: .binary, bytes: [1, 2]))
+    }
+
+    @Test func decodeErrorNamesColumnAndTypeButNotValue() {
+        let error = #expect(throws: PostgresError.self) {
+            try UUID.decode(from: cell("very-secret-value", .uuid, name: "code_id"))
+        }
+        let text = error.map { "\($0)" } ?? ""
+        #expect(text.contains("code_id"))
+        #expect(text.contains("uuid"))
+        #expect(!text.contains("very-secret-value"))
+        let null = #expect(throws: PostgresError.self) { try Int64.decodeNull(from: cell(nil, .int8, name: "n")) }
+        #expect(null?.decodeColumn == "n (#0)")
+    }
+
+    @Test func errorDescriptionRedactsQuotedFragmentsAndScrubsBinds() {
+        let binds = [PostgresBind(type: .text, text: "hunter2-secret")]
+        let scrubbed = PostgresError.scrub("bad value hunter2-secret here", binds: binds)
+        #expect(scrubbed == "bad value <redacted> here")
+        let e = PostgresError(
+            kind: .server, message: "invalid input syntax for type integer: \"abc\"", sqlState: "22P02",
+            detail: "Key (x)=(abc)", query: "SELECT $1::int")
+        #expect(e.description == "PostgresError(server, sqlState: 22P02): invalid input syntax for type integer: \"…\"")
+        #expect(e.debugDescription.contains("SELECT $1::int"))
+        #expect(e.debugDescription.contains("Key (x)=(abc)"))
+        #expect(!e.description.contains("abc"))
+    }
+
+    @Test func retryableClassification() {
+        func server(_ state: String) -> PostgresError { PostgresError(kind: .server, message: "m", sqlState: state) }
+        #expect(server("40001").isRetryable)
+        #expect(server("40P01").isRetryable)
+        #expect(server("57P01").isRetryable)
+        #expect(server("57P03").isRetryable)
+        #expect(server("08006").isRetryable)
+        #expect(!server("23505").isRetryable)
+        #expect(server("23505").isUniqueViolation)
+        #expect(PostgresError(kind: .connection, message: "gone").isRetryable)
+        #expect(!PostgresError(kind: .decode, message: "x").isRetryable)
+    }
+
+    @Test func migrationFileNames() {
+        #expect(Migration.parseFileName("0001_init.sql")! == (1, "init"))
+        #expect(Migration.parseFileName("12_add-codes_2.sql")! == (12, "add-codes_2"))
+        #expect(Migration.parseFileName("init.sql") == nil)
+        #expect(Migration.parseFileName("x1_init.sql") == nil)
+        #expect(Migration.parseFileName("0001_.sql") == nil)
+        #expect(Migration.parseFileName("0001_bad name.sql") == nil)
+    }
+
+    @Test func migrationDirectoryLoading() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("og-mig-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try "CREATE TABLE b();".write(to: dir.appendingPathComponent("0002_b.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE a();".write(to: dir.appendingPathComponent("0001_a.sql"), atomically: true, encoding: .utf8)
+        try "notes".write(to: dir.appendingPathComponent("README.md"), atomically: true, encoding: .utf8)
+        let loaded = try Migration.load(directory: dir)
+        #expect(loaded == [
+            Migration(version: 1, name: "a", sql: "CREATE TABLE a();"),
+            Migration(version: 2, name: "b", sql: "CREATE TABLE b();"),
+        ])
+        try "x".write(to: dir.appendingPathComponent("002_dup.sql"), atomically: true, encoding: .utf8)
+        let dup = #expect(throws: PostgresError.self) { try Migration.load(directory: dir) }
+        #expect(dup?.kind == .invalidMigration)
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("002_dup.sql"))
+        try "x".write(to: dir.appendingPathComponent("three.sql"), atomically: true, encoding: .utf8)
+        let bad = #expect(throws: PostgresError.self) { try Migration.load(directory: dir) }
+        #expect(bad?.kind == .invalidMigration)
+    }
+
+    @Test func configurationAddsSessionSettings() throws {
+        let config = try PostgresConfiguration(conninfo: "host=/tmp user=u options='-c work_mem=64MB'")
+        let params = Dictionary(try config.parameters(), uniquingKeysWith: { _, b in b })
+        #expect(params["options"] == "-c work_mem=64MB " + PostgresConfiguration.sessionOptions)
+        #expect(params["client_encoding"] == "UTF8")
+        #expect(params["user"] == "u")
+        #expect(throws: PostgresError.self) { try PostgresConfiguration(conninfo: "host=/tmp bogus_key=1") }
+        let other = try config.with(database: "db2")
+        #expect(Dictionary(try other.parameters(), uniquingKeysWith: { _, b in b })["dbname"] == "db2")
+        let uri = try PostgresConfiguration(conninfo: "postgresql://u@localhost:5433/app").with(database: "x")
+        let uriParams = Dictionary(try uri.parameters(), uniquingKeysWith: { _, b in b })
+        #expect(uriParams["dbname"] == "x")
+        #expect(uriParams["port"] == "5433")
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Postgres
+import Synchronization
+import Testing
+
+/// A fresh database per test on the server named by OFFERGATE_TEST_DATABASE_URL (other test targets: copy this).
+struct PostgresTestDatabase {
+    struct MissingEnvironment: Error, CustomStringConvertible {
+        var variable: String
+        var description: String {
+            "\(variable) is not set: run the tests through `ops/test` (it starts PostgreSQL and sets it)"
+        }
+    }
+
+    /// The server's admin configuration (usually dbname=postgres).
+    static func serverConfiguration() throws -> PostgresConfiguration {
+        guard let url = ProcessInfo.processInfo.environment["OFFERGATE_TEST_DATABASE_URL"], !url.isEmpty else {
+            throw MissingEnvironment(variable: "OFFERGATE_TEST_DATABASE_URL")
+        }
+        return try PostgresConfiguration(conninfo: url, applicationName: "offergate-tests")
+    }
+
+    /// Creates `og_test_<random>`, runs `body` with its configuration, drops it (also when `body` throws).
+    static func with<T>(_ body: (PostgresConfiguration) async throws -> T) async throws -> T {
+        let server = try serverConfiguration()
+        let name = "og_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let admin = try await PostgresConnection.connect(configuration: server)
+        try await admin.simpleQuery(unsafeSQL: "CREATE DATABASE \(name)")
+        let configuration = try server.with(database: name)
+        do {
+            let value = try await body(configuration)
+            try await drop(name, admin: admin)
+            return value
+        } catch {
+            try? await drop(name, admin: admin)
+            throw error
+        }
+    }
+
+    private static func drop(_ name: String, admin: PostgresConnection) async throws {
+        // The server may have restarted during the test: reconnect the admin connection if needed.
+        if await !admin.isConnected { try await admin.connect() }
+        do {
+            try await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        } catch let error as PostgresError where error.kind == .connection {
+            try await admin.connect()
+            try await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+        await admin.close()
+    }
+
+    /// `ops/pg restart $OFFERGATE_TEST_PG_DIR`, awaited without blocking the cooperative pool.
+    static func restartServer() async throws {
+        guard let dir = ProcessInfo.processInfo.environment["OFFERGATE_TEST_PG_DIR"], !dir.isEmpty else {
+            throw MissingEnvironment(variable: "OFFERGATE_TEST_PG_DIR")
+        }
+        let script = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("ops/pg")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [script.path, "restart", dir]
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        #expect(status == 0, "ops/pg restart failed with status \(status)")
+    }
+}
+
+/// Polls `condition` until true or `timeout` passes.
+func eventually(
+    timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
+
+/// Expects `body` to throw a `PostgresError` and returns it.
+func expectPostgresError(
+    sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void
+) async -> PostgresError? {
+    do {
+        try await body()
+        Issue.record("expected a PostgresError, got success", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as PostgresError {
+        return error
+    } catch {
+        Issue.record("expected a PostgresError, got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
