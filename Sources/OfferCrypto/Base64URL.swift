@@ -17,17 +17,42 @@ public enum Base64URL {
 
     /// Appends the base64url (no padding) encoding of `bytes` to `out`.
     public static func encode(_ bytes: some Collection<UInt8>, into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + (bytes.count * 4 + 2) / 3)
-        var iterator = bytes.makeIterator()
-        while let b0 = iterator.next() {
-            let b1 = iterator.next()
-            let b2 = iterator.next()
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int(((b0 & 0x03) << 4) | ((b1 ?? 0) >> 4))])
-            guard let b1 else { break }
-            out.append(alphabet[Int(((b1 & 0x0F) << 2) | ((b2 ?? 0) >> 6))])
-            guard let b2 else { break }
-            out.append(alphabet[Int(b2 & 0x3F)])
+        let done: Void? = bytes.withContiguousStorageIfAvailable { encode(buffer: $0, into: &out) }
+        if done == nil { Array(bytes).withUnsafeBufferPointer { encode(buffer: $0, into: &out) } }
+    }
+
+    private static func encode(buffer input: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        let count = input.count
+        let outputCount = (count / 3) * 4 + [0, 2, 3][count % 3]
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: outputCount))
+        alphabet.withUnsafeBufferPointer { table in
+            out.withUnsafeMutableBufferPointer { whole in
+                var o = start
+                var i = 0
+                while i + 3 <= count {
+                    let chunk = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                    whole[o] = table[Int(chunk >> 18)]
+                    whole[o + 1] = table[Int((chunk >> 12) & 0x3F)]
+                    whole[o + 2] = table[Int((chunk >> 6) & 0x3F)]
+                    whole[o + 3] = table[Int(chunk & 0x3F)]
+                    i += 3
+                    o += 4
+                }
+                switch count - i {
+                case 1:
+                    let chunk = UInt32(input[i]) << 16
+                    whole[o] = table[Int(chunk >> 18)]
+                    whole[o + 1] = table[Int((chunk >> 12) & 0x3F)]
+                case 2:
+                    let chunk = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
+                    whole[o] = table[Int(chunk >> 18)]
+                    whole[o + 1] = table[Int((chunk >> 12) & 0x3F)]
+                    whole[o + 2] = table[Int((chunk >> 6) & 0x3F)]
+                default:
+                    break
+                }
+            }
         }
     }
 

@@ -91,7 +91,7 @@ public struct JWSAudience: RawRepresentable, Sendable, Hashable {
 ///
 /// A `Sendable` value: the key is parsed once and every signature uses its own OpenSSL context, so one signer can
 /// be shared by any number of concurrent tasks. Time and nonces come from the injected `clock` and `nonces`
-/// (now and a fresh random v4 UUID by default); each call may also pass them explicitly.
+/// (now and a fresh random v4 UUID from `UUID.secureRandom()` by default); each call may also pass them explicitly.
 public struct OfferSigner: Sendable {
     /// The signing key.
     public let key: SigningKey
@@ -109,7 +109,7 @@ public struct OfferSigner: Sendable {
     /// A signer for one key of one app.
     public init(key: SigningKey, keyId: String, issuerId: String, bundleId: String,
                 clock: @escaping @Sendable () -> Date = { Date() },
-                nonces: @escaping @Sendable () -> UUID = { UUID() }) {
+                nonces: @escaping @Sendable () -> UUID = { UUID.secureRandom() }) {
         self.key = key
         self.keyId = keyId
         self.issuerId = issuerId
@@ -161,10 +161,10 @@ public struct OfferSigner: Sendable {
     /// The exact claims bytes for a JWS: `iss, iat, bid, nonce, aud`, then `extraClaims` in order.
     public func claimsJSON(audience: JWSAudience, extraClaims: [(String, JWSClaimValue)], nonce: UUID,
                            issuedAt: Int64) throws(CryptoError) -> [UInt8] {
-        let reserved: Set<String> = ["iss", "iat", "bid", "nonce", "aud"]
-        var seen = Set<String>()
-        for (name, _) in extraClaims {
-            guard !reserved.contains(name), seen.insert(name).inserted else {
+        // A handful of claims: linear checks beat hashing here (this runs once per signature).
+        for (index, (name, _)) in extraClaims.enumerated() {
+            let reserved = name == "iss" || name == "iat" || name == "bid" || name == "nonce" || name == "aud"
+            guard !reserved, !extraClaims[..<index].contains(where: { $0.0 == name }) else {
                 throw CryptoError(.invalidClaims, "claim '\(name)' is reserved or repeated")
             }
         }
@@ -223,6 +223,85 @@ public struct OfferSigner: Sendable {
 }
 
 extension UUID {
-    /// The canonical lowercase form (`UUID.uuidString` is uppercase, which Apple rejects).
-    var lowercasedString: String { uuidString.lowercased() }
+    /// A random (version 4) UUID from OpenSSL's CSPRNG, through a per-thread buffer of `RAND_bytes` output.
+    ///
+    /// Foundation's `UUID()` opens and reads `/dev/urandom` on every call on Linux, and a `RAND_bytes` call per
+    /// nonce costs a syscall and a DRBG lock; one 4 KiB refill serves 256 nonces. (A forked child would share
+    /// the parent's unused buffer: OfferGate never forks.)
+    public static func secureRandom() -> UUID {
+        let bytes = ThreadNonceBuffer.current.next16()
+        return UUID(uuid: (bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5, (bytes.6 & 0x0F) | 0x40, bytes.7,
+                           (bytes.8 & 0x3F) | 0x80, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15))
+    }
+
+    /// The canonical lowercase form (`UUID.uuidString` is uppercase, which Apple rejects). Formatted directly:
+    /// `uuidString` goes through `sprintf` on Linux, a measurable share of a signature's cost.
+    var lowercasedString: String {
+        let digits: StaticString = "0123456789abcdef"
+        return withUnsafeBytes(of: uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                digits.withUTF8Buffer { hex in
+                    var position = 0
+                    for index in 0..<16 {
+                        if index == 4 || index == 6 || index == 8 || index == 10 {
+                            out[position] = UInt8(ascii: "-")
+                            position += 1
+                        }
+                        out[position] = hex[Int(raw[index] >> 4)]
+                        out[position + 1] = hex[Int(raw[index] & 0x0F)]
+                        position += 2
+                    }
+                }
+                return 36
+            }
+        }
+    }
+}
+
+/// A per-thread buffer of CSPRNG bytes for nonces (owned by one thread through a pthread key; never shared).
+final class ThreadNonceBuffer {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            if let pointer { Unmanaged<ThreadNonceBuffer>.fromOpaque(pointer).release() }
+        }
+        return key
+    }()
+
+    static var current: ThreadNonceBuffer {
+        if let existing = pthread_getspecific(key) {
+            return Unmanaged<ThreadNonceBuffer>.fromOpaque(existing).takeUnretainedValue()
+        }
+        let buffer = ThreadNonceBuffer()
+        pthread_setspecific(key, Unmanaged.passRetained(buffer).toOpaque())
+        return buffer
+    }
+
+    private var bytes = [UInt8](repeating: 0, count: 4096)
+    private var offset = 4096
+
+    typealias Bytes16 = (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                         UInt8, UInt8, UInt8)
+
+    func next16() -> Bytes16 {
+        if offset + 16 > bytes.count {
+            do {
+                try SecureRandom.fill(&bytes)
+            } catch {
+                var system = SystemRandomNumberGenerator()
+                for index in bytes.indices { bytes[index] = system.next() }
+            }
+            offset = 0
+        }
+        var out: Bytes16 = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        bytes.withUnsafeMutableBytes { buffer in
+            withUnsafeMutableBytes(of: &out) { target in
+                target.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + 16)]))
+            }
+            // Used bytes are wiped so a later memory disclosure cannot reveal past nonces' neighbours.
+            wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + 16)]))
+        }
+        offset += 16
+        return out
+    }
 }

@@ -183,4 +183,28 @@ struct SignerTests {
         // A leading zero byte in r or s has P ≈ 2/256 per signature; over 2000, P(never) ≈ e^-15.
         #expect(sawShortComponent)
     }
+
+    @Test("Nonces: secureRandom is a v4 UUID; the lowercase formatter equals Foundation's form lowercased")
+    func nonces() async throws {
+        var seen = Set<UUID>()
+        for _ in 0..<1000 {
+            let uuid = UUID.secureRandom()
+            let text = uuid.lowercasedString
+            #expect(text == uuid.uuidString.lowercased())
+            #expect(Array(text.utf8)[14] == UInt8(ascii: "4"))
+            #expect("89ab".utf8.contains(Array(text.utf8)[19]))
+            seen.insert(uuid)
+        }
+        #expect(seen.count == 1000)
+        let fixed = try #require(UUID(uuidString: "00FF10AB-CDEF-4000-8000-0123456789AB"))
+        #expect(fixed.lowercasedString == "00ff10ab-cdef-4000-8000-0123456789ab")
+        // Separate threads draw from separate buffers, never the same values.
+        let perTask = try await withThrowingTaskGroup(of: [UUID].self) { group in
+            for _ in 0..<4 { group.addTask { (0..<300).map { _ in UUID.secureRandom() } } }
+            var all: [UUID] = []
+            for try await chunk in group { all += chunk }
+            return all
+        }
+        #expect(Set(perTask).count == 1200)
+    }
 }
