@@ -145,6 +145,31 @@ public struct MasterKeyring: Sendable {
         self.previous = previous.filter { $0.id != current.id }
     }
 
+    /// Environment variable with earlier master keys (comma-separated base64), kept during a rotation.
+    public static let previousKeysEnvironmentVariable = "OFFERGATE_PREVIOUS_MASTER_KEYS"
+
+    /// The keyring for a process: the current key from `OFFERGATE_MASTER_KEY` if set, else from `keyFile`
+    /// (`--master-key-file`, or the embedded default beside the data directory: created with 0600 if missing),
+    /// plus earlier keys from `OFFERGATE_PREVIOUS_MASTER_KEYS`. `nil` if neither a variable nor a file is given.
+    public static func load(
+        environment: [String: String] = ProcessInfo.processInfo.environment, keyFile: String?
+    ) throws(CryptoError) -> MasterKeyring? {
+        let current: MasterKey
+        if let fromEnvironment = try MasterKey.fromEnvironment(environment) {
+            current = fromEnvironment
+        } else if let keyFile {
+            current = try MasterKey.loadOrCreate(file: keyFile)
+        } else {
+            return nil
+        }
+        var previous: [MasterKey] = []
+        for item in (environment[previousKeysEnvironmentVariable] ?? "").split(separator: ",") {
+            let text = item.trimmingCharacters(in: .whitespaces)
+            if !text.isEmpty { previous.append(try MasterKey(base64: text)) }
+        }
+        return MasterKeyring(current: current, previous: previous)
+    }
+
     /// The key with this id, if present.
     public func key(id: [UInt8]) -> MasterKey? {
         if current.id == id { return current }

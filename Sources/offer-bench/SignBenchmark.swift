@@ -1,5 +1,6 @@
 import Foundation
 import OfferCrypto
+import Synchronization
 
 /// B5 signing-layer benchmark: one shared `OfferSigner`, N dedicated threads signing as fast as they can for a
 /// fixed time. Prints `sign format=<f> threads=<n> seconds=<s> signatures=<count> rate=<per wall second>
@@ -37,21 +38,23 @@ enum SignBenchmark {
     }
 
     /// Per-thread counts, written once by each thread when it finishes.
-    final class Counts: @unchecked Sendable {
-        private let lock = NSLock()
-        private var values: [Int] = []
-        private var cpuRates: [Double] = []
-        private var failures: [String] = []
+    final class Counts: Sendable {
+        private struct State {
+            var values: [Int] = []
+            var cpuRates: [Double] = []
+            var failures: [String] = []
+        }
+        private let state = Mutex(State())
         func add(_ value: Int, cpuSeconds: Double) {
-            lock.withLock {
-                values.append(value)
-                cpuRates.append(cpuSeconds > 0 ? Double(value) / cpuSeconds : 0)
+            state.withLock {
+                $0.values.append(value)
+                $0.cpuRates.append(cpuSeconds > 0 ? Double(value) / cpuSeconds : 0)
             }
         }
-        var cpuRate: Double { lock.withLock { cpuRates.reduce(0, +) } }
-        func fail(_ message: String) { lock.withLock { failures.append(message) } }
-        var total: Int { lock.withLock { values.reduce(0, +) } }
-        var errors: [String] { lock.withLock { failures } }
+        func fail(_ message: String) { state.withLock { $0.failures.append(message) } }
+        var total: Int { state.withLock { $0.values.reduce(0, +) } }
+        var cpuRate: Double { state.withLock { $0.cpuRates.reduce(0, +) } }
+        var errors: [String] { state.withLock { $0.failures } }
     }
 
     /// CPU time (user + system) consumed by the calling thread.

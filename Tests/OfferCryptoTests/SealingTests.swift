@@ -172,4 +172,29 @@ struct SealingTests {
         }
         #expect(throws: CryptoError.self) { try MasterKey.loadOrCreate(file: dir.appendingPathComponent("no/such/dir").path) }
     }
+
+    @Test("MasterKeyring.load: environment wins over the file; previous keys come from the environment")
+    func keyringLoading() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("offercrypto-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("master.key").path
+        #expect(try MasterKeyring.load(environment: [:], keyFile: nil) == nil)
+        let fromFile = try #require(try MasterKeyring.load(environment: [:], keyFile: file))
+        #expect(fromFile.current == (try MasterKey.loadOrCreate(file: file)))
+        #expect(fromFile.previous.isEmpty)
+        let current = try MasterKey.generate()
+        let old1 = try MasterKey.generate()
+        let old2 = try MasterKey.generate()
+        let environment = ["OFFERGATE_MASTER_KEY": current.exportBase64(),
+                           "OFFERGATE_PREVIOUS_MASTER_KEYS": "\(old1.exportBase64()), \(old2.exportBase64())"]
+        let ring = try #require(try MasterKeyring.load(environment: environment, keyFile: file))
+        #expect(ring.current == current)
+        #expect(ring.previous == [old1, old2])
+        #expect(ring.key(id: old2.id) == old2)
+        #expect(throws: CryptoError.self) {
+            try MasterKeyring.load(environment: ["OFFERGATE_MASTER_KEY": current.exportBase64(),
+                                                 "OFFERGATE_PREVIOUS_MASTER_KEYS": "bogus"], keyFile: nil)
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import OfferCrypto
@@ -88,16 +89,14 @@ func runProcess(_ executable: String, _ arguments: [String], stdin: Data = Data(
     }
 }
 
-/// Collects a reader thread's output. Only written by that thread before `done` is set.
-final class DataBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage = Data()
-    private var finished = false
+/// Collects a reader thread's output.
+final class DataBox: Sendable {
+    private let state = Mutex<(data: Data, done: Bool)>((Data(), false))
     var data: Data {
-        get { lock.withLock { storage } }
-        set { lock.withLock { storage = newValue; finished = true } }
+        get { state.withLock { $0.data } }
+        set { state.withLock { $0 = (newValue, true) } }
     }
-    var done: Bool { lock.withLock { finished } }
+    var done: Bool { state.withLock { $0.done } }
 }
 
 /// Runs the `openssl` CLI (for keys our own code must not produce: other curves, RSA, encrypted, SEC1).
