@@ -1,6 +1,7 @@
 /// Base64url without padding (RFC 4648 §5), as JWS compact serialization uses it.
 public enum Base64URL {
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     private static let reverse: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)

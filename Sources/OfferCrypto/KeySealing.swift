@@ -2,9 +2,9 @@ import CCrypto
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A 256-bit master key that seals tenant signing keys at rest.
@@ -88,7 +88,8 @@ public struct MasterKey: Sendable, Equatable, CustomStringConvertible {
         if linked != 0 {
             // Someone else created it first: use theirs.
             if linkErrno == EEXIST, let existing = try read(path: path) { return existing }
-            throw CryptoError(.masterKeyFile, "cannot install master key file \(path): \(String(cString: strerror(linkErrno)))")
+            throw CryptoError(
+                .masterKeyFile, "cannot install master key file \(path): \(String(cString: strerror(linkErrno)))")
         }
         return key
     }
@@ -108,21 +109,23 @@ public struct MasterKey: Sendable, Equatable, CustomStringConvertible {
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
-            throw CryptoError(.masterKeyFile,
-                              "master key file \(path) has mode \(String(mode, radix: 8)); it must be 0600 or stricter")
+            throw CryptoError(
+                .masterKeyFile,
+                "master key file \(path) has mode \(String(mode, radix: 8)); it must be 0600 or stricter")
         }
         guard info.st_size <= 256 else {
             throw CryptoError(.invalidMasterKey, "master key file \(path) has the wrong length (\(info.st_size) bytes)")
         }
         var buffer = [UInt8](repeating: 0, count: 257)
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        let count = buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
         guard count >= 0 else { throw fileError("cannot read master key file", path: path) }
         let contents = Array(buffer.prefix(count))
         if contents.count == byteCount { return try MasterKey(bytes: contents) }
         let text = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let data = Data(base64Encoded: text), data.count == byteCount else {
-            throw CryptoError(.invalidMasterKey,
-                              "master key file \(path) has the wrong length or encoding (want 32 bytes, base64 or raw)")
+            throw CryptoError(
+                .invalidMasterKey,
+                "master key file \(path) has the wrong length or encoding (want 32 bytes, base64 or raw)")
         }
         return try MasterKey(bytes: Array(data))
     }
@@ -130,6 +133,11 @@ public struct MasterKey: Sendable, Equatable, CustomStringConvertible {
     private static func fileError(_ what: String, path: String) -> CryptoError {
         CryptoError(.masterKeyFile, "\(what) \(path): \(String(cString: strerror(errno)))")
     }
+}
+
+/// `read(2)` (the name is shadowed inside `MasterKey` by `MasterKey.read(path:)`).
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
 }
 
 /// The current master key plus earlier ones, so blobs sealed before a rotation still open.
@@ -232,7 +240,8 @@ public struct KeySealer: Sendable {
     /// Opens a blob sealed for `tenant` and `keyId` under any key of the keyring.
     public func open(_ sealed: SealedKey, tenant: String, keyId: String) throws(CryptoError) -> [UInt8] {
         guard let master = keyring.key(id: sealed.masterKeyId) else {
-            throw CryptoError(.unknownMasterKey, "no master key with id \(Hex.encode(sealed.masterKeyId)) in the keyring")
+            throw CryptoError(
+                .unknownMasterKey, "no master key with id \(Hex.encode(sealed.masterKeyId)) in the keyring")
         }
         let bytes = sealed.bytes
         let header = Array(bytes[0..<SealedKey.headerCount])
@@ -273,7 +282,9 @@ public struct KeySealer: Sendable {
         for field in [tenant, keyId] {
             let bytes = Array(field.utf8)
             let length = UInt32(bytes.count)
-            aad += [UInt8(length >> 24), UInt8((length >> 16) & 0xFF), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF)]
+            aad += [
+                UInt8(length >> 24), UInt8((length >> 16) & 0xFF), UInt8((length >> 8) & 0xFF), UInt8(length & 0xFF),
+            ]
             aad += bytes
         }
         return aad
@@ -290,13 +301,17 @@ enum AESGCM {
     static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8]) throws(CryptoError)
         -> (ciphertext: [UInt8], tag: [UInt8])
     {
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.drainingQueue(.cipherFailed, "EVP_CIPHER_CTX_new") }
+        guard let ctx = EVP_CIPHER_CTX_new() else {
+            throw CryptoError.drainingQueue(.cipherFailed, "EVP_CIPHER_CTX_new")
+        }
         defer { EVP_CIPHER_CTX_free(ctx) }
         guard EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1 else {
             throw CryptoError.drainingQueue(.cipherFailed, "EVP_EncryptInit_ex failed")
         }
         var outLength: Int32 = 0
-        guard aad.withUnsafeBufferPointer({ EVP_EncryptUpdate(ctx, nil, &outLength, $0.baseAddress, Int32($0.count)) }) == 1
+        guard
+            aad.withUnsafeBufferPointer({ EVP_EncryptUpdate(ctx, nil, &outLength, $0.baseAddress, Int32($0.count)) })
+                == 1
         else { throw CryptoError.drainingQueue(.cipherFailed, "AAD update failed") }
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count + 16)
         var total: Int32 = 0
@@ -307,7 +322,9 @@ enum AESGCM {
         }
         guard updated == 1 else { throw CryptoError.drainingQueue(.cipherFailed, "EVP_EncryptUpdate failed") }
         var finalLength: Int32 = 0
-        let finished = ciphertext.withUnsafeMutableBufferPointer { EVP_EncryptFinal_ex(ctx, $0.baseAddress! + Int(total), &finalLength) }
+        let finished = ciphertext.withUnsafeMutableBufferPointer {
+            EVP_EncryptFinal_ex(ctx, $0.baseAddress! + Int(total), &finalLength)
+        }
         guard finished == 1 else { throw CryptoError.drainingQueue(.cipherFailed, "EVP_EncryptFinal_ex failed") }
         ciphertext.removeLast(ciphertext.count - Int(total + finalLength))
         var tag = [UInt8](repeating: 0, count: 16)
@@ -320,13 +337,17 @@ enum AESGCM {
     static func open(_ ciphertext: [UInt8], tag: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8])
         throws(CryptoError) -> [UInt8]
     {
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw CryptoError.drainingQueue(.cipherFailed, "EVP_CIPHER_CTX_new") }
+        guard let ctx = EVP_CIPHER_CTX_new() else {
+            throw CryptoError.drainingQueue(.cipherFailed, "EVP_CIPHER_CTX_new")
+        }
         defer { EVP_CIPHER_CTX_free(ctx) }
         guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1 else {
             throw CryptoError.drainingQueue(.cipherFailed, "EVP_DecryptInit_ex failed")
         }
         var outLength: Int32 = 0
-        guard aad.withUnsafeBufferPointer({ EVP_DecryptUpdate(ctx, nil, &outLength, $0.baseAddress, Int32($0.count)) }) == 1
+        guard
+            aad.withUnsafeBufferPointer({ EVP_DecryptUpdate(ctx, nil, &outLength, $0.baseAddress, Int32($0.count)) })
+                == 1
         else { throw CryptoError.drainingQueue(.cipherFailed, "AAD update failed") }
         var plaintext = [UInt8](repeating: 0, count: ciphertext.count + 16)
         var total: Int32 = 0
@@ -337,15 +358,19 @@ enum AESGCM {
         }
         guard updated == 1 else { throw CryptoError.drainingQueue(.cipherFailed, "EVP_DecryptUpdate failed") }
         var tagCopy = tag
-        guard tagCopy.withUnsafeMutableBufferPointer({ ccrypto_gcm_set_tag(ctx, $0.baseAddress, Int32($0.count)) }) == 1 else {
+        guard tagCopy.withUnsafeMutableBufferPointer({ ccrypto_gcm_set_tag(ctx, $0.baseAddress, Int32($0.count)) }) == 1
+        else {
             throw CryptoError.drainingQueue(.cipherFailed, "GCM tag setup failed")
         }
         var finalLength: Int32 = 0
-        let finished = plaintext.withUnsafeMutableBufferPointer { EVP_DecryptFinal_ex(ctx, $0.baseAddress! + Int(total), &finalLength) }
+        let finished = plaintext.withUnsafeMutableBufferPointer {
+            EVP_DecryptFinal_ex(ctx, $0.baseAddress! + Int(total), &finalLength)
+        }
         guard finished == 1 else {
             plaintext.withUnsafeMutableBytes { wipe($0) }
             throw CryptoError.drainingQueue(
-                .sealedKeyRejected, "sealed key failed authentication (wrong tenant, key id or master key, or tampered)")
+                .sealedKeyRejected, "sealed key failed authentication (wrong tenant, key id or master key, or tampered)"
+            )
         }
         plaintext.removeLast(plaintext.count - Int(total + finalLength))
         return plaintext

@@ -71,7 +71,8 @@ final class PKeyHandle: @unchecked Sendable {
             let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
             guard CCrypto.SHA256(message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, d) != nil
             else { return 0 }
-            return signature.withUnsafeMutableBufferPointer { out in EVP_PKEY_sign(ctx, out.baseAddress, &length, d, 32) }
+            return signature.withUnsafeMutableBufferPointer { out in EVP_PKEY_sign(ctx, out.baseAddress, &length, d, 32)
+            }
         }
         guard ok == 1, length <= signature.count else {
             EVP_PKEY_CTX_free(ctx)
@@ -130,11 +131,14 @@ final class PKeyHandle: @unchecked Sendable {
         }
         var name = [CChar](repeating: 0, count: 64)
         var nameLength = 0
-        let ok = name.withUnsafeMutableBufferPointer { EVP_PKEY_get_group_name(pkey, $0.baseAddress, $0.count, &nameLength) }
+        let ok = name.withUnsafeMutableBufferPointer {
+            EVP_PKEY_get_group_name(pkey, $0.baseAddress, $0.count, &nameLength)
+        }
         guard ok == 1 else { throw CryptoError.drainingQueue(.unsupportedCurve, "EC key without a named curve") }
         let curve = String(decoding: name.prefix(nameLength).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard curve == "prime256v1" else {
-            throw CryptoError(.unsupportedCurve, "EC key on curve \(curve); App Store Connect keys are P-256 (prime256v1)")
+            throw CryptoError(
+                .unsupportedCurve, "EC key on curve \(curve); App Store Connect keys are P-256 (prime256v1)")
         }
     }
 }
@@ -241,7 +245,9 @@ public struct PublicKey: Sendable {
     /// `true` if `derSignature` is a valid ECDSA-SHA256 signature of `message` under this key.
     public func verify(derSignature: [UInt8], message: [UInt8]) throws(CryptoError) -> Bool {
         let result: Result<Bool, CryptoError> = derSignature.withUnsafeBytes { sig in
-            message.withUnsafeBytes { msg in Result { () throws(CryptoError) in try handle.verifyDER(sig, message: msg) } }
+            message.withUnsafeBytes { msg in
+                Result { () throws(CryptoError) in try handle.verifyDER(sig, message: msg) }
+            }
         }
         return try result.get()
     }
@@ -275,9 +281,11 @@ public struct CompactJWS: Sendable, Equatable {
     /// Splits and base64url-decodes a compact JWS; requires three parts and a 64-byte signature.
     public init(compact: String) throws(CryptoError) {
         let parts = compact.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw CryptoError(.malformedJWS, "expected 3 dot-separated parts, got \(parts.count)") }
+        guard parts.count == 3 else {
+            throw CryptoError(.malformedJWS, "expected 3 dot-separated parts, got \(parts.count)")
+        }
         guard let header = Base64URL.decode(bytes: parts[0]), let payload = Base64URL.decode(bytes: parts[1]),
-              let signature = Base64URL.decode(bytes: parts[2])
+            let signature = Base64URL.decode(bytes: parts[2])
         else { throw CryptoError(.malformedJWS, "a part is not base64url without padding") }
         guard signature.count == 64 else {
             throw CryptoError(.malformedJWS, "ES256 signature must be 64 bytes, got \(signature.count)")
@@ -302,7 +310,9 @@ enum ECDSASignatureEncoding {
                 BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
             }
         }
-        guard ok else { throw CryptoError.drainingQueue(.signingFailed, "DER to raw ECDSA signature conversion failed") }
+        guard ok else {
+            throw CryptoError.drainingQueue(.signingFailed, "DER to raw ECDSA signature conversion failed")
+        }
         return raw
     }
 
@@ -351,8 +361,9 @@ enum PEMNormaliser {
             throw CryptoError(.encryptedKey, "private key is encrypted; App Store Connect .p8 keys are not")
         }
         if contains(trimmed, "-----BEGIN EC PRIVATE KEY-----") {
-            throw CryptoError(.unsupportedKeyFormat,
-                              "SEC1 'EC PRIVATE KEY' is not accepted; use the PKCS#8 .p8 file from App Store Connect")
+            throw CryptoError(
+                .unsupportedKeyFormat,
+                "SEC1 'EC PRIVATE KEY' is not accepted; use the PKCS#8 .p8 file from App Store Connect")
         }
         if contains(trimmed, "-----BEGIN RSA PRIVATE KEY-----") {
             throw CryptoError(.unsupportedKeyFormat, "RSA keys are not accepted; App Store Connect keys are EC P-256")
@@ -363,7 +374,7 @@ enum PEMNormaliser {
             throw CryptoError(.malformedPEM, "text does not start with '\(header)'")
         }
         guard trimmed.count >= headerBytes.count + footerBytes.count,
-              Array(trimmed.suffix(footerBytes.count)) == footerBytes
+            Array(trimmed.suffix(footerBytes.count)) == footerBytes
         else { throw CryptoError(.malformedPEM, "text does not end with '\(footer)'") }
 
         // Body: drop whitespace and literal "\n" / "\r" escapes (keys pasted through JSON or env files).
@@ -378,7 +389,8 @@ enum PEMNormaliser {
                 continue
             }
             if char == UInt8(ascii: "\\"), index + 1 < rawBody.endIndex,
-               rawBody[index + 1] == UInt8(ascii: "n") || rawBody[index + 1] == UInt8(ascii: "r") {
+                rawBody[index + 1] == UInt8(ascii: "n") || rawBody[index + 1] == UInt8(ascii: "r")
+            {
                 index += 2
                 continue
             }
@@ -412,7 +424,7 @@ enum PEMNormaliser {
     private static func isBase64(_ char: UInt8) -> Bool {
         switch char {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
             return true
         default:
             return false

@@ -22,8 +22,10 @@ public struct PromotionalOfferV1Payload: Sendable, Equatable {
     public var timestamp: Int64
 
     /// A payload from its seven fields.
-    public init(bundleId: String, keyId: String, productId: String, offerId: String, appAccountToken: String,
-                nonce: UUID, timestamp: Int64) {
+    public init(
+        bundleId: String, keyId: String, productId: String, offerId: String, appAccountToken: String,
+        nonce: UUID, timestamp: Int64
+    ) {
         self.bundleId = bundleId
         self.keyId = keyId
         self.productId = productId
@@ -36,8 +38,9 @@ public struct PromotionalOfferV1Payload: Sendable, Equatable {
     /// The UTF-8 bytes to sign.
     public var bytes: [UInt8] {
         var out = PromotionalOfferV1Payload.prefix(bundleId: bundleId, keyId: keyId)
-        PromotionalOfferV1Payload.appendTail(to: &out, productId: productId, offerId: offerId,
-                                             appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
+        PromotionalOfferV1Payload.appendTail(
+            to: &out, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
         return out
     }
 
@@ -46,8 +49,10 @@ public struct PromotionalOfferV1Payload: Sendable, Equatable {
         Array(bundleId.utf8) + invisibleSeparator + Array(keyId.utf8) + invisibleSeparator
     }
 
-    static func appendTail(to out: inout [UInt8], productId: String, offerId: String, appAccountToken: String,
-                           nonce: UUID, timestamp: Int64) {
+    static func appendTail(
+        to out: inout [UInt8], productId: String, offerId: String, appAccountToken: String,
+        nonce: UUID, timestamp: Int64
+    ) {
         out.append(contentsOf: productId.utf8)
         out.append(contentsOf: invisibleSeparator)
         out.append(contentsOf: offerId.utf8)
@@ -107,9 +112,11 @@ public struct OfferSigner: Sendable {
     private let encodedHeader: [UInt8]
 
     /// A signer for one key of one app.
-    public init(key: SigningKey, keyId: String, issuerId: String, bundleId: String,
-                clock: @escaping @Sendable () -> Date = { Date() },
-                nonces: @escaping @Sendable () -> UUID = { UUID.secureRandom() }) {
+    public init(
+        key: SigningKey, keyId: String, issuerId: String, bundleId: String,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        nonces: @escaping @Sendable () -> UUID = { UUID.secureRandom() }
+    ) {
         self.key = key
         self.keyId = keyId
         self.issuerId = issuerId
@@ -132,10 +139,13 @@ public struct OfferSigner: Sendable {
     // MARK: V1
 
     /// The V1 payload this signer would sign for these inputs.
-    public func v1Payload(productId: String, offerId: String, appAccountToken: String, nonce: UUID,
-                          timestamp: Int64) -> PromotionalOfferV1Payload {
-        PromotionalOfferV1Payload(bundleId: bundleId, keyId: keyId, productId: productId, offerId: offerId,
-                                  appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
+    public func v1Payload(
+        productId: String, offerId: String, appAccountToken: String, nonce: UUID,
+        timestamp: Int64
+    ) -> PromotionalOfferV1Payload {
+        PromotionalOfferV1Payload(
+            bundleId: bundleId, keyId: keyId, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
     }
 
     /// A V1 promotional offer signature (APPLE_OFFERS.md §1).
@@ -144,14 +154,17 @@ public struct OfferSigner: Sendable {
     ///   - appAccountToken: `appAccountToken` / `applicationUsername` (lowercased when signed); may be empty.
     ///   - nonce: defaults to the injected nonce source.
     ///   - timestamp: UNIX milliseconds; defaults to the injected clock.
-    public func signV1(productId: String, offerId: String, appAccountToken: String = "", nonce: UUID? = nil,
-                       timestamp: Int64? = nil) throws(CryptoError) -> V1Signature {
+    public func signV1(
+        productId: String, offerId: String, appAccountToken: String = "", nonce: UUID? = nil,
+        timestamp: Int64? = nil
+    ) throws(CryptoError) -> V1Signature {
         let nonce = nonce ?? nonces()
         let timestamp = timestamp ?? OfferSigner.milliseconds(clock())
         var payload = v1Prefix
         payload.reserveCapacity(v1Prefix.count + productId.utf8.count + offerId.utf8.count + 96)
-        PromotionalOfferV1Payload.appendTail(to: &payload, productId: productId, offerId: offerId,
-                                             appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
+        PromotionalOfferV1Payload.appendTail(
+            to: &payload, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
         let der = try key.signatureDER(for: payload)
         return V1Signature(keyId: keyId, nonce: nonce, timestamp: timestamp, signature: Data(der).base64EncodedString())
     }
@@ -159,8 +172,10 @@ public struct OfferSigner: Sendable {
     // MARK: JWS
 
     /// The exact claims bytes for a JWS: `iss, iat, bid, nonce, aud`, then `extraClaims` in order.
-    public func claimsJSON(audience: JWSAudience, extraClaims: [(String, JWSClaimValue)], nonce: UUID,
-                           issuedAt: Int64) throws(CryptoError) -> [UInt8] {
+    public func claimsJSON(
+        audience: JWSAudience, extraClaims: [(String, JWSClaimValue)], nonce: UUID,
+        issuedAt: Int64
+    ) throws(CryptoError) -> [UInt8] {
         // A handful of claims: linear checks beat hashing here (this runs once per signature).
         for (index, (name, _)) in extraClaims.enumerated() {
             let reserved = name == "iss" || name == "iat" || name == "bid" || name == "nonce" || name == "aud"
@@ -180,8 +195,10 @@ public struct OfferSigner: Sendable {
 
     /// A compact ES256 JWS for any audience: header `{"alg":"ES256","kid":…,"typ":"JWT"}`, claims `iss`, `iat`
     /// (integer seconds), `bid`, `nonce` (lowercase), `aud`, then `extraClaims` in order. No `exp`.
-    public func signJWS(audience: JWSAudience, extraClaims: [(String, JWSClaimValue)], nonce: UUID? = nil,
-                        issuedAt: Date? = nil) throws(CryptoError) -> String {
+    public func signJWS(
+        audience: JWSAudience, extraClaims: [(String, JWSClaimValue)], nonce: UUID? = nil,
+        issuedAt: Date? = nil
+    ) throws(CryptoError) -> String {
         let nonce = nonce ?? nonces()
         let iat = Int64((issuedAt ?? clock()).timeIntervalSince1970.rounded(.down))
         let claims = try claimsJSON(audience: audience, extraClaims: extraClaims, nonce: nonce, issuedAt: iat)
@@ -197,23 +214,31 @@ public struct OfferSigner: Sendable {
 
     /// Promotional offer signature V2 (`aud` `promotional-offer`): claims `productId`, `offerIdentifier` and
     /// `transactionId` only when given.
-    public func promotionalOfferJWS(productId: String, offerId: String, transactionId: String? = nil,
-                                    nonce: UUID? = nil, issuedAt: Date? = nil) throws(CryptoError) -> String {
-        var claims: [(String, JWSClaimValue)] = [("productId", .string(productId)), ("offerIdentifier", .string(offerId))]
+    public func promotionalOfferJWS(
+        productId: String, offerId: String, transactionId: String? = nil,
+        nonce: UUID? = nil, issuedAt: Date? = nil
+    ) throws(CryptoError) -> String {
+        var claims: [(String, JWSClaimValue)] = [
+            ("productId", .string(productId)), ("offerIdentifier", .string(offerId)),
+        ]
         if let transactionId { claims.append(("transactionId", .string(transactionId))) }
         return try signJWS(audience: .promotionalOffer, extraClaims: claims, nonce: nonce, issuedAt: issuedAt)
     }
 
     /// Introductory offer eligibility (`aud` `introductory-offer-eligibility`): claims `productId`,
     /// `allowIntroductoryOffer` (boolean) and `transactionId` (required; an `appTransactionId` works).
-    public func introductoryOfferEligibilityJWS(productId: String, allowIntroductoryOffer: Bool, transactionId: String,
-                                                nonce: UUID? = nil, issuedAt: Date? = nil) throws(CryptoError)
+    public func introductoryOfferEligibilityJWS(
+        productId: String, allowIntroductoryOffer: Bool, transactionId: String,
+        nonce: UUID? = nil, issuedAt: Date? = nil
+    ) throws(CryptoError)
         -> String
     {
         try signJWS(
             audience: .introductoryOfferEligibility,
-            extraClaims: [("productId", .string(productId)), ("allowIntroductoryOffer", .bool(allowIntroductoryOffer)),
-                          ("transactionId", .string(transactionId))],
+            extraClaims: [
+                ("productId", .string(productId)), ("allowIntroductoryOffer", .bool(allowIntroductoryOffer)),
+                ("transactionId", .string(transactionId)),
+            ],
             nonce: nonce, issuedAt: issuedAt)
     }
 
@@ -230,8 +255,11 @@ extension UUID {
     /// the parent's unused buffer: OfferGate never forks.)
     public static func secureRandom() -> UUID {
         let bytes = ThreadNonceBuffer.current.next16()
-        return UUID(uuid: (bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5, (bytes.6 & 0x0F) | 0x40, bytes.7,
-                           (bytes.8 & 0x3F) | 0x80, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15))
+        return UUID(
+            uuid: (
+                bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5, (bytes.6 & 0x0F) | 0x40, bytes.7,
+                (bytes.8 & 0x3F) | 0x80, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15
+            ))
     }
 
     /// The canonical lowercase form (`UUID.uuidString` is uppercase, which Apple rejects). Formatted directly:
@@ -280,8 +308,10 @@ final class ThreadNonceBuffer {
     private var bytes = [UInt8](repeating: 0, count: 4096)
     private var offset = 4096
 
-    typealias Bytes16 = (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                         UInt8, UInt8, UInt8)
+    typealias Bytes16 = (
+        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+        UInt8, UInt8, UInt8
+    )
 
     func next16() -> Bytes16 {
         if offset + 16 > bytes.count {

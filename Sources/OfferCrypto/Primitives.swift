@@ -13,7 +13,9 @@ public enum SHA256 {
         if done == nil {
             let copy = Array(bytes)
             _ = copy.withUnsafeBufferPointer { input in
-                digest.withUnsafeMutableBufferPointer { out in CCrypto.SHA256(input.baseAddress, input.count, out.baseAddress) }
+                digest.withUnsafeMutableBufferPointer { out in
+                    CCrypto.SHA256(input.baseAddress, input.count, out.baseAddress)
+                }
             }
         }
         return digest
@@ -38,8 +40,9 @@ public enum HMACSHA256 {
         _ = key.withUnsafeBufferPointer { keyBuf in
             message.withUnsafeBufferPointer { msgBuf in
                 mac.withUnsafeMutableBufferPointer { out in
-                    HMAC(EVP_sha256(), keyBuf.baseAddress, Int32(keyBuf.count), msgBuf.baseAddress, msgBuf.count,
-                         out.baseAddress, &length)
+                    HMAC(
+                        EVP_sha256(), keyBuf.baseAddress, Int32(keyBuf.count), msgBuf.baseAddress, msgBuf.count,
+                        out.baseAddress, &length)
                 }
             }
         }
@@ -128,7 +131,9 @@ public struct SecureRandomGenerator: RandomNumberGenerator {
         var index = 512
 
         func refill() {
-            let ok = words.withUnsafeMutableBytes { RAND_bytes($0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32($0.count)) }
+            let ok = words.withUnsafeMutableBytes {
+                RAND_bytes($0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32($0.count))
+            }
             if ok != 1 {
                 OpenSSLErrorQueue.clear()
                 var system = SystemRandomNumberGenerator()

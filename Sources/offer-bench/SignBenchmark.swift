@@ -72,8 +72,9 @@ enum SignBenchmark {
         }
         let signer: OfferSigner
         do {
-            signer = try OfferSigner(key: SigningKey.generate(), keyId: "BENCHKEY01",
-                                     issuerId: "57246542-96fe-1a63-e053-0824d011072a", bundleId: "com.example.bench")
+            signer = try OfferSigner(
+                key: SigningKey.generate(), keyId: "BENCHKEY01",
+                issuerId: "57246542-96fe-1a63-e053-0824d011072a", bundleId: "com.example.bench")
             // Sanity: what we time must be correct.
             let token = try signer.promotionalOfferJWS(productId: "com.example.monthly", offerId: "PROMO")
             guard try signer.key.publicKey.verifyJWS(compact: token) else {
@@ -103,11 +104,13 @@ enum SignBenchmark {
                             if derOnly {
                                 _ = try signer.key.signatureDER(for: fixedMessage)
                             } else if jws {
-                                _ = try signer.promotionalOfferJWS(productId: product, offerId: "PROMO",
-                                                                   transactionId: "2000000123456789")
+                                _ = try signer.promotionalOfferJWS(
+                                    productId: product, offerId: "PROMO",
+                                    transactionId: "2000000123456789")
                             } else {
-                                _ = try signer.signV1(productId: product, offerId: "PROMO",
-                                                      appAccountToken: "4a1b7c2d-0000-4000-8000-00000000abcd")
+                                _ = try signer.signV1(
+                                    productId: product, offerId: "PROMO",
+                                    appAccountToken: "4a1b7c2d-0000-4000-8000-00000000abcd")
                             }
                         }
                         count += 64
@@ -129,8 +132,9 @@ enum SignBenchmark {
         }
         let total = counts.total
         let rate = Double(total) / elapsed
-        print("sign format=\(options.format) threads=\(options.threads) seconds=\(String(format: "%.2f", elapsed)) "
-              + "signatures=\(total) rate=\(Int(rate.rounded())) cpu_rate=\(Int(counts.cpuRate.rounded()))")
+        print(
+            "sign format=\(options.format) threads=\(options.threads) seconds=\(String(format: "%.2f", elapsed)) "
+                + "signatures=\(total) rate=\(Int(rate.rounded())) cpu_rate=\(Int(counts.cpuRate.rounded()))")
         return 0
     }
 }

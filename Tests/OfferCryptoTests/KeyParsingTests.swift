@@ -19,8 +19,10 @@ struct KeyParsingTests {
         }
     }
 
-    private func expectRejected(_ text: String, _ expected: CryptoError.Code, secret: String? = nil,
-                                sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectRejected(
+        _ text: String, _ expected: CryptoError.Code, secret: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         do {
             _ = try SigningKey(pkcs8PEM: text)
             Issue.record("accepted a key that must be rejected (\(expected))", sourceLocation: sourceLocation)

@@ -15,14 +15,17 @@ struct PrimitivesTests {
 
     @Test("HMAC-SHA256 known answer (RFC 4231 test case 2)")
     func hmac() {
-        let mac = HMACSHA256.authenticationCode(for: Array("what do ya want for nothing?".utf8), key: Array("Jefe".utf8))
+        let mac = HMACSHA256.authenticationCode(
+            for: Array("what do ya want for nothing?".utf8), key: Array("Jefe".utf8))
         #expect(Hex.encode(mac) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
     @Test("Base64url: RFC 4648 vectors, no padding, round trips, strict decoding")
     func base64url() {
-        let cases: [(String, String)] = [("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"),
-                                         ("fooba", "Zm9vYmE"), ("foobar", "Zm9vYmFy")]
+        let cases: [(String, String)] = [
+            ("", ""), ("f", "Zg"), ("fo", "Zm8"), ("foo", "Zm9v"), ("foob", "Zm9vYg"),
+            ("fooba", "Zm9vYmE"), ("foobar", "Zm9vYmFy"),
+        ]
         for (plain, encoded) in cases {
             #expect(Base64URL.encode(Array(plain.utf8)) == encoded)
             #expect(Base64URL.decode(encoded) == Array(plain.utf8))
@@ -33,8 +36,10 @@ struct PrimitivesTests {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let encoded = Base64URL.encode(bytes)
             #expect(Base64URL.decode(encoded) == bytes)
-            #expect(encoded == Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
+            #expect(
+                encoded
+                    == Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
         }
         for bad in ["Zg==", "Z", "Zh", "Zm9v+", "a b", "Zm9/"] { #expect(Base64URL.decode(bad) == nil, "\(bad)") }
     }

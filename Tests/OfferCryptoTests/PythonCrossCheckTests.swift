@@ -9,14 +9,16 @@ import Testing
 struct PythonCrossCheckTests {
     @Test("Our V1 signatures and JWS verify under Python cryptography and PyJWT; claims match field by field")
     func oursVerifyInPython() async throws {
-        let signer = try OfferSigner(key: SigningKey.generate(), keyId: "KEY9", issuerId: "issuer-uuid",
-                                     bundleId: "com.example.app")
+        let signer = try OfferSigner(
+            key: SigningKey.generate(), keyId: "KEY9", issuerId: "issuer-uuid",
+            bundleId: "com.example.app")
         var v1Items: [[String: Any]] = []
         var expectedV1: [Bool] = []
         for (index, token) in ["", "4A1B7C2D-0000-4000-8000-00000000ABCD", "Üser\u{2063}Näme"].enumerated() {
             let signature = try signer.signV1(productId: "p\(index)", offerId: "o\(index)", appAccountToken: token)
-            let payload = signer.v1Payload(productId: "p\(index)", offerId: "o\(index)", appAccountToken: token,
-                                           nonce: signature.nonce, timestamp: signature.timestamp)
+            let payload = signer.v1Payload(
+                productId: "p\(index)", offerId: "o\(index)", appAccountToken: token,
+                nonce: signature.nonce, timestamp: signature.timestamp)
             v1Items.append(["payloadHex": Hex.encode(payload.bytes), "signature": signature.signature])
             expectedV1.append(true)
             // A negative control: the same signature over another timestamp must fail in Python too.
@@ -27,21 +29,26 @@ struct PythonCrossCheckTests {
         }
         let nonce = UUID()
         let issued = Date(timeIntervalSince1970: 1_750_000_000)
-        let promo = try signer.promotionalOfferJWS(productId: "prod\"q", offerId: "offer/1", transactionId: nil,
-                                                   nonce: nonce, issuedAt: issued)
-        let promoTx = try signer.promotionalOfferJWS(productId: "prod", offerId: "offer", transactionId: "tx-ü",
-                                                     nonce: nonce, issuedAt: issued)
-        let intro = try signer.introductoryOfferEligibilityJWS(productId: "prod", allowIntroductoryOffer: true,
-                                                               transactionId: "atx", nonce: nonce, issuedAt: issued)
+        let promo = try signer.promotionalOfferJWS(
+            productId: "prod\"q", offerId: "offer/1", transactionId: nil,
+            nonce: nonce, issuedAt: issued)
+        let promoTx = try signer.promotionalOfferJWS(
+            productId: "prod", offerId: "offer", transactionId: "tx-ü",
+            nonce: nonce, issuedAt: issued)
+        let intro = try signer.introductoryOfferEligibilityJWS(
+            productId: "prod", allowIntroductoryOffer: true,
+            transactionId: "atx", nonce: nonce, issuedAt: issued)
         let request: [String: Any] = [
             "verify": [
                 "publicKeyPEM": signer.key.publicKeyPEM,
                 "v1": v1Items,
-                "jws": [["token": promo, "audience": "promotional-offer"],
-                        ["token": promoTx, "audience": "promotional-offer"],
-                        ["token": intro, "audience": "introductory-offer-eligibility"],
-                        ["token": intro, "audience": "promotional-offer"]],
-            ],
+                "jws": [
+                    ["token": promo, "audience": "promotional-offer"],
+                    ["token": promoTx, "audience": "promotional-offer"],
+                    ["token": intro, "audience": "introductory-offer-eligibility"],
+                    ["token": intro, "audience": "promotional-offer"],
+                ],
+            ]
         ]
         let response = try await pythonCheck(request)
         let verify = try #require(response["verify"] as? [String: Any])
@@ -55,20 +62,34 @@ struct PythonCrossCheckTests {
         }
         #expect(jws[3]["ok"] as? Bool == false)  // wrong audience is refused by PyJWT
 
-        let base: [String: JSONScalar] = ["iss": .string("issuer-uuid"), "iat": .integer(1_750_000_000),
-                                          "bid": .string("com.example.app"),
-                                          "nonce": .string(nonce.uuidString.lowercased())]
-        try expectClaims(jws[0]["claims"], base.merging(["aud": .string("promotional-offer"),
-                                                         "productId": .string("prod\"q"),
-                                                         "offerIdentifier": .string("offer/1")]) { $1 })
-        try expectClaims(jws[1]["claims"], base.merging(["aud": .string("promotional-offer"),
-                                                         "productId": .string("prod"),
-                                                         "offerIdentifier": .string("offer"),
-                                                         "transactionId": .string("tx-ü")]) { $1 })
-        try expectClaims(jws[2]["claims"], base.merging(["aud": .string("introductory-offer-eligibility"),
-                                                         "productId": .string("prod"),
-                                                         "allowIntroductoryOffer": .bool(true),
-                                                         "transactionId": .string("atx")]) { $1 })
+        let base: [String: JSONScalar] = [
+            "iss": .string("issuer-uuid"), "iat": .integer(1_750_000_000),
+            "bid": .string("com.example.app"),
+            "nonce": .string(nonce.uuidString.lowercased()),
+        ]
+        try expectClaims(
+            jws[0]["claims"],
+            base.merging([
+                "aud": .string("promotional-offer"),
+                "productId": .string("prod\"q"),
+                "offerIdentifier": .string("offer/1"),
+            ]) { $1 })
+        try expectClaims(
+            jws[1]["claims"],
+            base.merging([
+                "aud": .string("promotional-offer"),
+                "productId": .string("prod"),
+                "offerIdentifier": .string("offer"),
+                "transactionId": .string("tx-ü"),
+            ]) { $1 })
+        try expectClaims(
+            jws[2]["claims"],
+            base.merging([
+                "aud": .string("introductory-offer-eligibility"),
+                "productId": .string("prod"),
+                "allowIntroductoryOffer": .bool(true),
+                "transactionId": .string("atx"),
+            ]) { $1 })
     }
 
     @Test("Apple's library and ours: same payload and key → both V1 signatures verify; same JWS header and claims")
@@ -84,12 +105,18 @@ struct PythonCrossCheckTests {
         let request: [String: Any] = [
             "apple": [
                 "privateKeyPEM": try key.exportPKCS8PEM(), "keyId": keyId, "issuerId": issuerId, "bundleId": bundleId,
-                "v1": ["productId": "com.example.monthly", "offerId": "PROMO_50", "appAccountToken": token,
-                       "nonce": nonce.uuidString, "timestamp": timestamp],
-                "promotional": ["productId": "com.example.monthly", "offerId": "PROMO_50", "transactionId": "20000001"],
-                "intro": ["productId": "com.example.yearly", "allowIntroductoryOffer": false,
-                          "transactionId": "appTx-42"],
-            ],
+                "v1": [
+                    "productId": "com.example.monthly", "offerId": "PROMO_50", "appAccountToken": token,
+                    "nonce": nonce.uuidString, "timestamp": timestamp,
+                ],
+                "promotional": [
+                    "productId": "com.example.monthly", "offerId": "PROMO_50", "transactionId": "20000001",
+                ],
+                "intro": [
+                    "productId": "com.example.yearly", "allowIntroductoryOffer": false,
+                    "transactionId": "appTx-42",
+                ],
+            ]
         ]
         let started = Int(Date().timeIntervalSince1970)
         let response = try await pythonCheck(request)
@@ -97,24 +124,30 @@ struct PythonCrossCheckTests {
         let apple = try #require(response["apple"] as? [String: Any])
 
         // V1: Apple's signature verifies over OUR payload bytes (so Apple signed the same bytes), and ours too.
-        let ours = try signer.signV1(productId: "com.example.monthly", offerId: "PROMO_50", appAccountToken: token,
-                                     nonce: nonce, timestamp: timestamp)
-        let payload = signer.v1Payload(productId: "com.example.monthly", offerId: "PROMO_50", appAccountToken: token,
-                                       nonce: nonce, timestamp: timestamp)
+        let ours = try signer.signV1(
+            productId: "com.example.monthly", offerId: "PROMO_50", appAccountToken: token,
+            nonce: nonce, timestamp: timestamp)
+        let payload = signer.v1Payload(
+            productId: "com.example.monthly", offerId: "PROMO_50", appAccountToken: token,
+            nonce: nonce, timestamp: timestamp)
         let appleV1 = try #require(apple["v1Signature"] as? String)
         let appleDER = try #require(Data(base64Encoded: appleV1))
         #expect(try key.publicKey.verify(derSignature: Array(appleDER), message: payload.bytes))
-        #expect(try key.publicKey.verify(derSignature: Array(Data(base64Encoded: ours.signature) ?? Data()),
-                                         message: payload.bytes))
+        #expect(
+            try key.publicKey.verify(
+                derSignature: Array(Data(base64Encoded: ours.signature) ?? Data()),
+                message: payload.bytes))
 
         // JWS: same header, same claim names and values except nonce and iat; Apple's token verifies with our code.
         let applePromo = try #require(apple["promotional"] as? String)
         let appleIntro = try #require(apple["intro"] as? String)
-        let ourPromo = try signer.promotionalOfferJWS(productId: "com.example.monthly", offerId: "PROMO_50",
-                                                      transactionId: "20000001")
-        let ourIntro = try signer.introductoryOfferEligibilityJWS(productId: "com.example.yearly",
-                                                                  allowIntroductoryOffer: false,
-                                                                  transactionId: "appTx-42")
+        let ourPromo = try signer.promotionalOfferJWS(
+            productId: "com.example.monthly", offerId: "PROMO_50",
+            transactionId: "20000001")
+        let ourIntro = try signer.introductoryOfferEligibilityJWS(
+            productId: "com.example.yearly",
+            allowIntroductoryOffer: false,
+            transactionId: "appTx-42")
         for (theirs, mine) in [(applePromo, ourPromo), (appleIntro, ourIntro)] {
             #expect(try key.publicKey.verifyJWS(compact: theirs))
             let a = try CompactJWS(compact: theirs)
@@ -142,8 +175,10 @@ struct PythonCrossCheckTests {
         #expect(try flatJSON(CompactJWS(compact: ourIntro).payload)["allowIntroductoryOffer"] == .bool(false))
     }
 
-    private func expectClaims(_ value: Any?, _ expected: [String: JSONScalar],
-                              sourceLocation: SourceLocation = #_sourceLocation) throws {
+    private func expectClaims(
+        _ value: Any?, _ expected: [String: JSONScalar],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let text = try #require(value as? String, "PyJWT did not decode the claims", sourceLocation: sourceLocation)
         #expect(try flatJSON(text) == expected, sourceLocation: sourceLocation)
     }

@@ -87,10 +87,12 @@ struct SealingTests {
         for (index, blob) in sealed.enumerated() {
             #expect(during.needsReseal(blob))
             // Readable by both during the rotation.
-            #expect(try before.openSigningKey(blob, tenant: "tenant-\(index % 2)", keyId: "key-\(index)")
-                .publicKeyPEM == keys[index].publicKeyPEM)
-            #expect(try during.openSigningKey(blob, tenant: "tenant-\(index % 2)", keyId: "key-\(index)")
-                .publicKeyPEM == keys[index].publicKeyPEM)
+            #expect(
+                try before.openSigningKey(blob, tenant: "tenant-\(index % 2)", keyId: "key-\(index)")
+                    .publicKeyPEM == keys[index].publicKeyPEM)
+            #expect(
+                try during.openSigningKey(blob, tenant: "tenant-\(index % 2)", keyId: "key-\(index)")
+                    .publicKeyPEM == keys[index].publicKeyPEM)
             let moved = try during.reseal(blob, tenant: "tenant-\(index % 2)", keyId: "key-\(index)")
             #expect(moved.masterKeyId == new.id)
             #expect(!during.needsReseal(moved))
@@ -120,8 +122,10 @@ struct SealingTests {
         #expect(try MasterKey(base64: " \(key.exportBase64())\n") == key)
         #expect(key.description == "MasterKey(id: \(key.idHex))")
         #expect(!key.description.contains(key.exportBase64()))
-        for bad in ["", "not base64!", Data(repeating: 1, count: 31).base64EncodedString(),
-                    Data(repeating: 1, count: 33).base64EncodedString()] {
+        for bad in [
+            "", "not base64!", Data(repeating: 1, count: 31).base64EncodedString(),
+            Data(repeating: 1, count: 33).base64EncodedString(),
+        ] {
             do {
                 _ = try MasterKey(base64: bad)
                 Issue.record("accepted master key \(bad)")
@@ -158,19 +162,24 @@ struct SealingTests {
 
         let raw = dir.appendingPathComponent("raw.key").path
         let rawKey = try SecureRandom.bytes(count: 32)
-        #expect(FileManager.default.createFile(atPath: raw, contents: Data(rawKey), attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(atPath: raw, contents: Data(rawKey), attributes: [.posixPermissions: 0o600]))
         #expect(try MasterKey.loadOrCreate(file: raw) == MasterKey(bytes: rawKey))
 
         let short = dir.appendingPathComponent("short.key").path
-        #expect(FileManager.default.createFile(atPath: short, contents: Data(repeating: 7, count: 31),
-                                               attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: short, contents: Data(repeating: 7, count: 31),
+                attributes: [.posixPermissions: 0o600]))
         do {
             _ = try MasterKey.loadOrCreate(file: short)
             Issue.record("accepted a 31-byte master key file")
         } catch {
             #expect(error.code == .invalidMasterKey)
         }
-        #expect(throws: CryptoError.self) { try MasterKey.loadOrCreate(file: dir.appendingPathComponent("no/such/dir").path) }
+        #expect(throws: CryptoError.self) {
+            try MasterKey.loadOrCreate(file: dir.appendingPathComponent("no/such/dir").path)
+        }
     }
 
     @Test("MasterKeyring.load: environment wins over the file; previous keys come from the environment")
@@ -186,15 +195,20 @@ struct SealingTests {
         let current = try MasterKey.generate()
         let old1 = try MasterKey.generate()
         let old2 = try MasterKey.generate()
-        let environment = ["OFFERGATE_MASTER_KEY": current.exportBase64(),
-                           "OFFERGATE_PREVIOUS_MASTER_KEYS": "\(old1.exportBase64()), \(old2.exportBase64())"]
+        let environment = [
+            "OFFERGATE_MASTER_KEY": current.exportBase64(),
+            "OFFERGATE_PREVIOUS_MASTER_KEYS": "\(old1.exportBase64()), \(old2.exportBase64())",
+        ]
         let ring = try #require(try MasterKeyring.load(environment: environment, keyFile: file))
         #expect(ring.current == current)
         #expect(ring.previous == [old1, old2])
         #expect(ring.key(id: old2.id) == old2)
         #expect(throws: CryptoError.self) {
-            try MasterKeyring.load(environment: ["OFFERGATE_MASTER_KEY": current.exportBase64(),
-                                                 "OFFERGATE_PREVIOUS_MASTER_KEYS": "bogus"], keyFile: nil)
+            try MasterKeyring.load(
+                environment: [
+                    "OFFERGATE_MASTER_KEY": current.exportBase64(),
+                    "OFFERGATE_PREVIOUS_MASTER_KEYS": "bogus",
+                ], keyFile: nil)
         }
     }
 }

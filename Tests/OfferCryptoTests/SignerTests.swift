@@ -10,8 +10,9 @@ struct SignerTests {
     @Test("V1: injected nonce and clock, lowercase nonce, ms timestamp, base64 DER that verifies over the payload")
     func v1() throws {
         let signer = try makeSigner()
-        let signature = try signer.signV1(productId: "com.example.monthly", offerId: "WINBACK50",
-                                          appAccountToken: "4A1B7C2D-0000-4000-8000-00000000ABCD")
+        let signature = try signer.signV1(
+            productId: "com.example.monthly", offerId: "WINBACK50",
+            appAccountToken: "4A1B7C2D-0000-4000-8000-00000000ABCD")
         #expect(signature.nonce == nonce)
         #expect(signature.nonceString == "b2b0f5c6-1e0d-4a4b-9c2a-3f1e5d7c9a11")
         #expect(signature.timestamp == 1_700_000_000_123)
@@ -19,10 +20,12 @@ struct SignerTests {
         let der = try #require(Data(base64Encoded: signature.signature))
         #expect(der.first == 0x30)
         #expect((68...72).contains(der.count))
-        let payload = signer.v1Payload(productId: "com.example.monthly", offerId: "WINBACK50",
-                                       appAccountToken: "4a1b7c2d-0000-4000-8000-00000000abcd", nonce: nonce,
-                                       timestamp: 1_700_000_000_123)
-        let expected = "com.example.offers\u{2063}ABC123DEFG\u{2063}com.example.monthly\u{2063}WINBACK50\u{2063}"
+        let payload = signer.v1Payload(
+            productId: "com.example.monthly", offerId: "WINBACK50",
+            appAccountToken: "4a1b7c2d-0000-4000-8000-00000000abcd", nonce: nonce,
+            timestamp: 1_700_000_000_123)
+        let expected =
+            "com.example.offers\u{2063}ABC123DEFG\u{2063}com.example.monthly\u{2063}WINBACK50\u{2063}"
             + "4a1b7c2d-0000-4000-8000-00000000abcd\u{2063}b2b0f5c6-1e0d-4a4b-9c2a-3f1e5d7c9a11\u{2063}1700000000123"
         #expect(payload.bytes == Array(expected.utf8))
         #expect(try signer.key.publicKey.verify(derSignature: Array(der), message: payload.bytes))
@@ -45,20 +48,24 @@ struct SignerTests {
         #expect(fixed.nonce == nonce && fixed.timestamp == 42)
         let payload = signer.v1Payload(productId: "p", offerId: "o", appAccountToken: "", nonce: nonce, timestamp: 42)
         #expect(Hex.encode(payload.bytes).contains("e281a3e281a3"))  // empty token: separators touch
-        #expect(try key.publicKey.verify(derSignature: Array(Data(base64Encoded: fixed.signature) ?? Data()),
-                                         message: payload.bytes))
+        #expect(
+            try key.publicKey.verify(
+                derSignature: Array(Data(base64Encoded: fixed.signature) ?? Data()),
+                message: payload.bytes))
     }
 
     @Test("Promotional JWS: exact header, claims in order, transactionId omitted when absent, verifies")
     func promotionalJWS() throws {
         let signer = try makeSigner()
         for transactionId in [String?.none, "2000000123456789"] {
-            let token = try signer.promotionalOfferJWS(productId: "com.example.monthly", offerId: "PROMO1",
-                                                       transactionId: transactionId)
+            let token = try signer.promotionalOfferJWS(
+                productId: "com.example.monthly", offerId: "PROMO1",
+                transactionId: transactionId)
             #expect(try signer.key.publicKey.verifyJWS(compact: token))
             let jws = try CompactJWS(compact: token)
             #expect(String(decoding: jws.header, as: UTF8.self) == #"{"alg":"ES256","kid":"ABC123DEFG","typ":"JWT"}"#)
-            var expected = #"{"iss":"57246542-96fe-1a63-e053-0824d011072a","iat":1700000000,"#
+            var expected =
+                #"{"iss":"57246542-96fe-1a63-e053-0824d011072a","iat":1700000000,"#
                 + #""bid":"com.example.offers","nonce":"b2b0f5c6-1e0d-4a4b-9c2a-3f1e5d7c9a11","#
                 + #""aud":"promotional-offer","productId":"com.example.monthly","offerIdentifier":"PROMO1""#
             if let transactionId { expected += #","transactionId":"\#(transactionId)""# }
@@ -76,19 +83,22 @@ struct SignerTests {
     func introJWS() throws {
         let signer = try makeSigner()
         for allow in [true, false] {
-            let token = try signer.introductoryOfferEligibilityJWS(productId: "com.example.yearly",
-                                                                   allowIntroductoryOffer: allow,
-                                                                   transactionId: "appTx-1")
+            let token = try signer.introductoryOfferEligibilityJWS(
+                productId: "com.example.yearly",
+                allowIntroductoryOffer: allow,
+                transactionId: "appTx-1")
             #expect(try signer.key.publicKey.verifyJWS(compact: token))
             let jws = try CompactJWS(compact: token)
-            let expected = #"{"iss":"57246542-96fe-1a63-e053-0824d011072a","iat":1700000000,"#
+            let expected =
+                #"{"iss":"57246542-96fe-1a63-e053-0824d011072a","iat":1700000000,"#
                 + #""bid":"com.example.offers","nonce":"b2b0f5c6-1e0d-4a4b-9c2a-3f1e5d7c9a11","#
                 + #""aud":"introductory-offer-eligibility","productId":"com.example.yearly","#
                 + #""allowIntroductoryOffer":\#(allow),"transactionId":"appTx-1"}"#
             #expect(String(decoding: jws.payload, as: UTF8.self) == expected)
             // Tampering with the claims breaks the signature.
             let parts = token.split(separator: ".").map(String.init)
-            let forgedClaims = Base64URL.encode(Array(expected.replacingOccurrences(of: "\(allow)", with: "\(!allow)").utf8))
+            let forgedClaims = Base64URL.encode(
+                Array(expected.replacingOccurrences(of: "\(allow)", with: "\(!allow)").utf8))
             #expect(try !signer.key.publicKey.verifyJWS(compact: "\(parts[0]).\(forgedClaims).\(parts[2])"))
         }
     }
@@ -96,8 +106,9 @@ struct SignerTests {
     @Test("JSON escaping: quotes, backslash, control characters and non-ASCII round-trip through a JSON parser")
     func escaping() throws {
         let awkward = "a\"b\\c/d\n\r\t\u{08}\u{0C}\u{01}\u{1F}é漢字🎟️\u{2028}"
-        let signer = try OfferSigner(key: SigningKey.generate(), keyId: "k\"id", issuerId: awkward,
-                                     bundleId: "bundle\\id")
+        let signer = try OfferSigner(
+            key: SigningKey.generate(), keyId: "k\"id", issuerId: awkward,
+            bundleId: "bundle\\id")
         let token = try signer.promotionalOfferJWS(productId: awkward, offerId: "o", transactionId: "t\u{7F}")
         #expect(try signer.key.publicKey.verifyJWS(compact: token))
         let jws = try CompactJWS(compact: token)
@@ -116,8 +127,10 @@ struct SignerTests {
     @Test("Reserved or repeated extra claims are refused")
     func reservedClaims() throws {
         let signer = try makeSigner()
-        for extra: [(String, JWSClaimValue)] in [[("aud", .string("x"))], [("iat", .integer(1))],
-                                                 [("a", .bool(true)), ("a", .bool(false))]] {
+        for extra: [(String, JWSClaimValue)] in [
+            [("aud", .string("x"))], [("iat", .integer(1))],
+            [("a", .bool(true)), ("a", .bool(false))],
+        ] {
             do {
                 _ = try signer.signJWS(audience: .promotionalOffer, extraClaims: extra)
                 Issue.record("accepted reserved/repeated claims")
@@ -125,8 +138,9 @@ struct SignerTests {
                 #expect(error.code == .invalidClaims)
             }
         }
-        let custom = try signer.signJWS(audience: JWSAudience(rawValue: "custom-aud"),
-                                        extraClaims: [("n", .integer(-5))])
+        let custom = try signer.signJWS(
+            audience: JWSAudience(rawValue: "custom-aud"),
+            extraClaims: [("n", .integer(-5))])
         #expect(try jsonObject(CompactJWS(compact: custom).payload)["n"] as? Int == -5)
     }
 
@@ -154,12 +168,14 @@ struct SignerTests {
         #expect(results.count == 1200)
         var valid = 0
         for (v1, jws, product) in results {
-            let payload = signer.v1Payload(productId: product, offerId: "o", appAccountToken: "T", nonce: v1.nonce,
-                                           timestamp: v1.timestamp)
+            let payload = signer.v1Payload(
+                productId: product, offerId: "o", appAccountToken: "T", nonce: v1.nonce,
+                timestamp: v1.timestamp)
             let der = Array(Data(base64Encoded: v1.signature) ?? Data())
             if try publicKey.verify(derSignature: der, message: payload.bytes),
-               try publicKey.verifyJWS(compact: jws),
-               try jsonObject(CompactJWS(compact: jws).payload)["productId"] as? String == product {
+                try publicKey.verifyJWS(compact: jws),
+                try jsonObject(CompactJWS(compact: jws).payload)["productId"] as? String == product
+            {
                 valid += 1
             }
         }

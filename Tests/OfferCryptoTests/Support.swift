@@ -30,8 +30,10 @@ struct AppleVectors: Decodable {
     let jws: [JWSVector]
 
     static func load() throws -> AppleVectors {
-        let url = try #require(Bundle.module.url(forResource: "apple_signatures", withExtension: "json",
-                                                 subdirectory: "Fixtures"))
+        let url = try #require(
+            Bundle.module.url(
+                forResource: "apple_signatures", withExtension: "json",
+                subdirectory: "Fixtures"))
         return try JSONDecoder().decode(AppleVectors.self, from: Data(contentsOf: url))
     }
 
@@ -78,9 +80,10 @@ func runProcess(_ executable: String, _ arguments: [String], stdin: Data = Data(
                 let out = output.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
                 while !errorBox.done { usleep(1000) }
-                continuation.resume(returning: ProcessResult(
-                    status: process.terminationStatus, stdout: out,
-                    stderr: String(decoding: errorBox.data, as: UTF8.self)))
+                continuation.resume(
+                    returning: ProcessResult(
+                        status: process.terminationStatus, stdout: out,
+                        stderr: String(decoding: errorBox.data, as: UTF8.self)))
             } catch {
                 continuation.resume(throwing: error)
             }
@@ -141,7 +144,8 @@ func pythonCheck(_ request: [String: Any]) async throws -> [String: Any] {
     let result = try await runProcess(python, [script], stdin: body)
     guard result.status == 0 else {
         throw PythonHelperError.failed(
-            "python cross-check failed (status \(result.status)); run ops/pyenv if modules are missing:\n\(result.stderr)")
+            "python cross-check failed (status \(result.status)); "
+                + "run ops/pyenv if modules are missing:\n\(result.stderr)")
     }
     guard let response = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any] else {
         throw PythonHelperError.failed("python cross-check returned no JSON object")
@@ -155,11 +159,14 @@ func jsonObject(_ bytes: [UInt8]) throws -> [String: Any] {
 }
 
 /// A fixed-clock signer over a fresh key.
-func makeSigner(keyId: String = "ABC123DEFG", issuerId: String = "57246542-96fe-1a63-e053-0824d011072a",
-                bundleId: String = "com.example.offers") throws -> OfferSigner {
-    try OfferSigner(key: SigningKey.generate(), keyId: keyId, issuerId: issuerId, bundleId: bundleId,
-                    clock: { Date(timeIntervalSince1970: 1_700_000_000.123) },
-                    nonces: { UUID(uuidString: "B2B0F5C6-1E0D-4A4B-9C2A-3F1E5D7C9A11")! })
+func makeSigner(
+    keyId: String = "ABC123DEFG", issuerId: String = "57246542-96fe-1a63-e053-0824d011072a",
+    bundleId: String = "com.example.offers"
+) throws -> OfferSigner {
+    try OfferSigner(
+        key: SigningKey.generate(), keyId: keyId, issuerId: issuerId, bundleId: bundleId,
+        clock: { Date(timeIntervalSince1970: 1_700_000_000.123) },
+        nonces: { UUID(uuidString: "B2B0F5C6-1E0D-4A4B-9C2A-3F1E5D7C9A11")! })
 }
 
 /// A JSON scalar with its type kept (a boolean never equals 0/1), for field-by-field claim comparison.

@@ -62,8 +62,9 @@ struct VectorTests {
     @Test("Our header and claims bytes for the vector inputs equal the vectors' signed bytes exactly")
     func jwsBytesMatchVectors() throws {
         let vectors = try AppleVectors.load()
-        let signer = try OfferSigner(key: SigningKey.generate(), keyId: "keyId", issuerId: "issuerId",
-                                     bundleId: "bundleId")
+        let signer = try OfferSigner(
+            key: SigningKey.generate(), keyId: "keyId", issuerId: "issuerId",
+            bundleId: "bundleId")
         let nonce = try #require(UUID(uuidString: "20fba8a0-2b80-4a7d-a17f-85c1854727f8"))
         for vector in vectors.jws {
             let jws = try CompactJWS(compact: vector.compactJWS)
@@ -71,17 +72,22 @@ struct VectorTests {
             let extra: [(String, JWSClaimValue)]
             switch vector.aud {
             case "promotional-offer":
-                extra = [("productId", .string("productId")), ("offerIdentifier", .string("offerIdentifier")),
-                         ("transactionId", .string("transactionId"))]
+                extra = [
+                    ("productId", .string("productId")), ("offerIdentifier", .string("offerIdentifier")),
+                    ("transactionId", .string("transactionId")),
+                ]
             case "introductory-offer-eligibility":
-                extra = [("productId", .string("productId")), ("allowIntroductoryOffer", .bool(false)),
-                         ("transactionId", .string("transactionId"))]
+                extra = [
+                    ("productId", .string("productId")), ("allowIntroductoryOffer", .bool(false)),
+                    ("transactionId", .string("transactionId")),
+                ]
             default:
                 Issue.record("unexpected audience \(vector.aud)")
                 continue
             }
-            let claims = try signer.claimsJSON(audience: JWSAudience(rawValue: vector.aud), extraClaims: extra,
-                                               nonce: nonce, issuedAt: 1_698_148_900)
+            let claims = try signer.claimsJSON(
+                audience: JWSAudience(rawValue: vector.aud), extraClaims: extra,
+                nonce: nonce, issuedAt: 1_698_148_900)
             #expect(String(decoding: claims, as: UTF8.self) == String(decoding: jws.payload, as: UTF8.self))
         }
     }
@@ -92,8 +98,10 @@ struct VectorTests {
         let key = try PublicKey(pem: vectors.publicKeyPEM)
         let good = vectors.jws[0].compactJWS
         let parts = good.split(separator: ".").map(String.init)
-        for bad in ["", "a.b", "\(parts[0]).\(parts[1])", "\(good).x", "\(parts[0]).\(parts[1]).\(parts[2])=",
-                    "\(parts[0]).\(parts[1]).\(Base64URL.encode([UInt8](repeating: 1, count: 63)))"] {
+        for bad in [
+            "", "a.b", "\(parts[0]).\(parts[1])", "\(good).x", "\(parts[0]).\(parts[1]).\(parts[2])=",
+            "\(parts[0]).\(parts[1]).\(Base64URL.encode([UInt8](repeating: 1, count: 63)))",
+        ] {
             do {
                 _ = try key.verifyJWS(compact: bad)
                 Issue.record("accepted malformed JWS \(bad)")
