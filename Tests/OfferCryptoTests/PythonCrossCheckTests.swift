@@ -92,6 +92,47 @@ struct PythonCrossCheckTests {
             ]) { $1 })
     }
 
+    @Test("Signatures made concurrently (4 tasks, one signer) all verify under Python cryptography and PyJWT")
+    func concurrentSignaturesVerifyInPython() async throws {
+        let signer = try OfferSigner(
+            key: SigningKey.generate(), keyId: "CONC", issuerId: "iss", bundleId: "com.example.concurrent")
+        struct Made: Sendable {
+            let payloadHex: String
+            let signature: String
+            let token: String
+        }
+        let made = try await withThrowingTaskGroup(of: [Made].self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    try (0..<50).map { index in
+                        let product = "p-\(task)-\(index)"
+                        let v1 = try signer.signV1(productId: product, offerId: "o", appAccountToken: "Tok\(index)")
+                        let payload = signer.v1Payload(
+                            productId: product, offerId: "o", appAccountToken: "Tok\(index)", nonce: v1.nonce,
+                            timestamp: v1.timestamp)
+                        let jws = try signer.promotionalOfferJWS(productId: product, offerId: "o")
+                        return Made(payloadHex: Hex.encode(payload.bytes), signature: v1.signature, token: jws)
+                    }
+                }
+            }
+            var all: [Made] = []
+            for try await chunk in group { all += chunk }
+            return all
+        }
+        let response = try await pythonCheck([
+            "verify": [
+                "publicKeyPEM": signer.key.publicKeyPEM,
+                "v1": made.map { ["payloadHex": $0.payloadHex, "signature": $0.signature] },
+                "jws": made.map { ["token": $0.token, "audience": "promotional-offer"] },
+            ]
+        ])
+        let verify = try #require(response["verify"] as? [String: Any])
+        #expect(verify["v1"] as? [Bool] == Array(repeating: true, count: 200))
+        let jws = try #require(verify["jws"] as? [[String: Any]])
+        #expect(jws.count == 200)
+        #expect(jws.allSatisfy { $0["ok"] as? Bool == true })
+    }
+
     @Test("Apple's library and ours: same payload and key → both V1 signatures verify; same JWS header and claims")
     func appleLibraryAgrees() async throws {
         let key = try SigningKey.generate()
