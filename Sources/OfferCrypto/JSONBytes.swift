@@ -13,10 +13,14 @@ public enum JWSClaimValue: Sendable, Equatable {
 /// Escapes `"` and `\`, writes control characters as `\b \f \n \r \t` or `\u00XX`, and writes every other
 /// character (including non-ASCII) as its UTF-8 bytes, so the output is byte-for-byte predictable.
 struct JSONObjectWriter {
-    private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+    private(set) var bytes: [UInt8]
     private var first = true
 
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
+    }
 
     mutating func member(_ name: String, _ value: JWSClaimValue) {
         if !first { bytes.append(UInt8(ascii: ",")) }
@@ -25,7 +29,7 @@ struct JSONObjectWriter {
         bytes.append(UInt8(ascii: ":"))
         switch value {
         case .string(let text): Self.appendString(text, to: &bytes)
-        case .integer(let number): bytes.append(contentsOf: String(number).utf8)
+        case .integer(let number): Self.appendInteger(number, to: &bytes)
         case .bool(let flag): bytes.append(contentsOf: (flag ? "true" : "false").utf8)
         }
     }
@@ -33,6 +37,22 @@ struct JSONObjectWriter {
     mutating func finish() -> [UInt8] {
         bytes.append(UInt8(ascii: "}"))
         return bytes
+    }
+
+    /// Decimal digits of `number` without an intermediate `String`.
+    static func appendInteger(_ number: Int64, to out: inout [UInt8]) {
+        if number < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = number.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch: enough for 20 digits
+        withUnsafeMutableBytes(of: &digits) { scratch in
+            var index = scratch.count
+            repeat {
+                index -= 1
+                scratch[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[index...]))
+        }
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

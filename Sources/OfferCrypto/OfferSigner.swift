@@ -61,7 +61,7 @@ public struct PromotionalOfferV1Payload: Sendable, Equatable {
         out.append(contentsOf: invisibleSeparator)
         out.append(contentsOf: nonce.lowercasedString.utf8)
         out.append(contentsOf: invisibleSeparator)
-        out.append(contentsOf: String(timestamp).utf8)
+        JSONObjectWriter.appendInteger(timestamp, to: &out)
     }
 }
 

@@ -75,4 +75,11 @@ struct PrimitivesTests {
         #expect(Hex.decode("0") == nil)
         #expect(Hex.decode("zz") == nil)
     }
+
+    @Test("JSON integers are written exactly", arguments: [0, 7, -7, 1_698_148_900, Int64.max, Int64.min])
+    func integers(_ number: Int64) {
+        var out: [UInt8] = []
+        JSONObjectWriter.appendInteger(number, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == String(number))
+    }
 }
