@@ -33,19 +33,20 @@ public enum SHA256 {
 
 /// HMAC-SHA256 through libcrypto.
 public enum HMACSHA256 {
-    /// The 32-byte HMAC-SHA256 of `message` under `key`.
-    public static func authenticationCode(for message: [UInt8], key: [UInt8]) -> [UInt8] {
+    /// The 32-byte HMAC-SHA256 of `message` under `key`. Throws rather than ever returning a default value.
+    public static func authenticationCode(for message: [UInt8], key: [UInt8]) throws(CryptoError) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 32
-        _ = key.withUnsafeBufferPointer { keyBuf in
+        let result = key.withUnsafeBufferPointer { keyBuf in
             message.withUnsafeBufferPointer { msgBuf in
                 mac.withUnsafeMutableBufferPointer { out in
                     HMAC(
                         EVP_sha256(), keyBuf.baseAddress, Int32(keyBuf.count), msgBuf.baseAddress, msgBuf.count,
-                        out.baseAddress, &length)
+                        out.baseAddress, &length) != nil
                 }
             }
         }
+        guard result, length == 32 else { throw CryptoError.drainingQueue(.openSSL, "HMAC-SHA256 failed") }
         return mac
     }
 }
