@@ -1,18 +1,24 @@
 import CCrypto
 import Foundation
 
-/// Owns one parsed `EVP_PKEY` and, for private keys, a pool of ready-to-sign `EVP_PKEY_CTX`s.
+/// Owns one parsed `EVP_PKEY` and, for private keys, a pool of ready-to-sign contexts.
 ///
 /// Invariant (why `@unchecked Sendable` is sound): `pkey` is created before `init` returns, never mutated and freed
 /// only in `deinit`; OpenSSL 3 allows one `EVP_PKEY` to be used read-only from many threads (contexts only take
-/// references on it). Each pooled signing context is used by exactly one thread at a time: it is popped from
-/// `pool` under `poolLock`, used without the lock, and pushed back under the lock. The lock guards only the array,
-/// never an OpenSSL call, so signing scales across cores.
+/// references on it). Each pooled `SignSlot` (an `EVP_PKEY_CTX` plus a reusable `ECDSA_SIG`) is used by exactly one
+/// thread at a time: popped from `pool` under `poolLock`, used without the lock, pushed back under the lock. The
+/// lock guards only the array, never an OpenSSL call, so signing scales across cores.
 final class PKeyHandle: @unchecked Sendable {
+    /// One signer's scratch: a sign-initialised context and a decoded-signature holder for DER→raw.
+    private struct SignSlot {
+        let ctx: OpaquePointer
+        let sig: OpaquePointer
+    }
+
     let pkey: OpaquePointer
     private let forSigning: Bool
     private let poolLock = NSLock()
-    private var pool: [OpaquePointer] = []
+    private var pool: [SignSlot] = []
     private static let maxPooled = 64
 
     /// Takes ownership of `pkey`. With `forSigning`, checks that a signing context can be made.
@@ -20,18 +26,23 @@ final class PKeyHandle: @unchecked Sendable {
         self.pkey = pkey
         self.forSigning = forSigning
         if forSigning {
-            let ctx = try makeSigningContext()
-            pool.append(ctx)
+            let slot = try makeSlot()
+            pool.append(slot)
         }
     }
 
     deinit {
-        for ctx in pool { EVP_PKEY_CTX_free(ctx) }
+        for slot in pool { Self.free(slot) }
         EVP_PKEY_free(pkey)
     }
 
-    /// A new ECDSA signing context over SHA-256 digests.
-    private func makeSigningContext() throws(CryptoError) -> OpaquePointer {
+    private static func free(_ slot: SignSlot) {
+        EVP_PKEY_CTX_free(slot.ctx)
+        ECDSA_SIG_free(slot.sig)
+    }
+
+    /// A new ECDSA signing context over SHA-256 digests, with its signature holder.
+    private func makeSlot() throws(CryptoError) -> SignSlot {
         guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else {
             throw CryptoError.drainingQueue(.signingFailed, "EVP_PKEY_CTX_new failed")
         }
@@ -39,48 +50,79 @@ final class PKeyHandle: @unchecked Sendable {
             EVP_PKEY_CTX_free(ctx)
             throw CryptoError.drainingQueue(.signingFailed, "EVP_PKEY_sign_init failed")
         }
-        return ctx
+        guard let sig = ECDSA_SIG_new() else {
+            EVP_PKEY_CTX_free(ctx)
+            throw CryptoError.drainingQueue(.signingFailed, "ECDSA_SIG_new failed")
+        }
+        return SignSlot(ctx: ctx, sig: sig)
     }
 
-    private func acquire() throws(CryptoError) -> OpaquePointer {
-        let pooled: OpaquePointer? = poolLock.withLock { pool.popLast() }
+    private func acquire() throws(CryptoError) -> SignSlot {
+        let pooled: SignSlot? = poolLock.withLock { pool.popLast() }
         if let pooled { return pooled }
-        return try makeSigningContext()
+        return try makeSlot()
     }
 
-    private func release(_ ctx: OpaquePointer) {
+    private func release(_ slot: SignSlot) {
         let kept = poolLock.withLock { () -> Bool in
             guard pool.count < PKeyHandle.maxPooled else { return false }
-            pool.append(ctx)
+            pool.append(slot)
             return true
         }
-        if !kept { EVP_PKEY_CTX_free(ctx) }
+        if !kept { Self.free(slot) }
+    }
+
+    /// Hashes `message` with one-shot SHA-256 and signs the digest with a pooled context (what `openssl speed`
+    /// measures, without allocating or initialising a context per signature). Calls `body` with the slot and the
+    /// DER signature (at most 72 bytes, on the stack). A slot whose OpenSSL call failed is freed, not pooled.
+    private func withDERSignature<R>(
+        _ message: UnsafeRawBufferPointer, _ body: (SignSlot, UnsafeRawBufferPointer) -> R?
+    ) throws(CryptoError) -> R {
+        guard forSigning else { throw CryptoError(.signingFailed, "not a private key") }
+        let slot = try acquire()
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var der: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  // 80 bytes ≥ 72
+        let result: R? = withUnsafeMutableBytes(of: &digest) { digestBuf in
+            withUnsafeMutableBytes(of: &der) { derBuf in
+                let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                guard CCrypto.SHA256(input, message.count, d) != nil else { return nil }
+                var length = derBuf.count
+                let out = derBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                guard EVP_PKEY_sign(slot.ctx, out, &length, d, 32) == 1, length <= 72 else { return nil }
+                return body(slot, UnsafeRawBufferPointer(rebasing: derBuf[0..<length]))
+            }
+        }
+        guard let result else {
+            Self.free(slot)
+            throw CryptoError.drainingQueue(.signingFailed, "ECDSA signing failed")
+        }
+        release(slot)
+        return result
     }
 
     /// ECDSA-SHA256 over `message`, ASN.1 DER (at most 72 bytes for P-256).
-    ///
-    /// Hashes with one-shot SHA-256, then signs the digest with a pooled context (what `openssl speed` measures),
-    /// which avoids allocating and initialising a context per signature.
     func signDER(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
-        guard forSigning else { throw CryptoError(.signingFailed, "not a private key") }
-        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        let ctx = try acquire()
-        var signature = [UInt8](repeating: 0, count: 72)
-        var length = signature.count
-        let ok = withUnsafeMutableBytes(of: &digest) { digestBuf -> Int32 in
-            let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            guard CCrypto.SHA256(message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, d) != nil
-            else { return 0 }
-            return signature.withUnsafeMutableBufferPointer { out in EVP_PKEY_sign(ctx, out.baseAddress, &length, d, 32)
+        try withDERSignature(message) { _, der in Array(der) }
+    }
+
+    /// ECDSA-SHA256 over `message` as raw `r‖s` (32 bytes each, big-endian, zero-padded), as ES256 wants it:
+    /// the DER signature is decoded with `d2i_ECDSA_SIG` into the slot's reusable `ECDSA_SIG` and each component
+    /// written with `BN_bn2binpad(…, 32)` (leading zero bytes occur in ~1 % of signatures).
+    func signRaw(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        try withDERSignature(message) { slot, der -> [UInt8]? in
+            var cursor: UnsafePointer<UInt8>? = der.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            var target: OpaquePointer? = slot.sig
+            guard d2i_ECDSA_SIG(&target, &cursor, der.count) != nil, let r = ECDSA_SIG_get0_r(slot.sig),
+                let s = ECDSA_SIG_get0_s(slot.sig)
+            else { return nil }
+            var raw = [UInt8](repeating: 0, count: 64)
+            let ok = raw.withUnsafeMutableBufferPointer { out in
+                BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
             }
+            return ok ? raw : nil
         }
-        guard ok == 1, length <= signature.count else {
-            EVP_PKEY_CTX_free(ctx)
-            throw CryptoError.drainingQueue(.signingFailed, "EVP_PKEY_sign failed")
-        }
-        release(ctx)
-        signature.removeLast(signature.count - length)
-        return signature
     }
 
     /// ECDSA-SHA256 verification of a DER signature. `false` for a signature that does not verify or is not DER.
@@ -206,7 +248,10 @@ public struct SigningKey: Sendable {
 
     /// ECDSA-SHA256 over `message` as JWS ES256 wants it: raw `r‖s`, 32 bytes each, big-endian.
     public func signatureRaw(for message: [UInt8]) throws(CryptoError) -> [UInt8] {
-        try ECDSASignatureEncoding.derToRaw(signatureDER(for: message))
+        let result: Result<[UInt8], CryptoError> = message.withUnsafeBytes { buf in
+            Result { () throws(CryptoError) in try handle.signRaw(buf) }
+        }
+        return try result.get()
     }
 }
 

@@ -187,6 +187,7 @@ struct SignerTests {
     func rawSignatures() throws {
         let key = try SigningKey.generate()
         var sawShortComponent = false
+        var sawShortDirect = false
         for index in 0..<2000 {
             let message = Array("m\(index)".utf8)
             let der = try key.signatureDER(for: message)
@@ -195,9 +196,15 @@ struct SignerTests {
             if raw[0] == 0 || raw[32] == 0 { sawShortComponent = true }
             #expect(try key.publicKey.verify(rawSignature: raw, message: message))
             #expect(try ECDSASignatureEncoding.rawToDER(raw) == der)
+            // The signer's own path (pooled ECDSA_SIG reused across signatures).
+            let direct = try key.signatureRaw(for: message)
+            #expect(direct.count == 64)
+            if direct[0] == 0 || direct[32] == 0 { sawShortDirect = true }
+            #expect(try key.publicKey.verify(rawSignature: direct, message: message))
         }
         // A leading zero byte in r or s has P ≈ 2/256 per signature; over 2000, P(never) ≈ e^-15.
         #expect(sawShortComponent)
+        #expect(sawShortDirect)
     }
 
     @Test("Nonces: secureRandom is a v4 UUID; the lowercase formatter equals Foundation's form lowercased")
