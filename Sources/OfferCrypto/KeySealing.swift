@@ -61,6 +61,9 @@ public struct MasterKey: Sendable, Equatable, CustomStringConvertible {
     /// Redacted: the id only.
     public var description: String { "MasterKey(id: \(idHex))" }
 
+    /// Same key bytes, compared in constant time.
+    public static func == (lhs: MasterKey, rhs: MasterKey) -> Bool { ConstantTime.equals(lhs.secret, rhs.secret) }
+
     /// Loads the master key file at `path`, creating it with a fresh random key if it does not exist.
     ///
     /// The file holds the key as base64 text and a newline (32 raw bytes are also accepted). It is created with

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import OfferCrypto
@@ -54,52 +53,55 @@ struct ProcessResult {
     let stderr: String
 }
 
+/// Writing to a pipe whose reader has exited raises SIGPIPE, which would end the whole test process.
+let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
+
 /// Runs a process on a dedicated thread (never blocking the cooperative pool) and collects its output.
+///
+/// stderr goes to a temporary file (no second reader thread to synchronise with); stdin is written by its own
+/// thread so a large request cannot deadlock against the child's output.
 func runProcess(_ executable: String, _ arguments: [String], stdin: Data = Data()) async throws -> ProcessResult {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ProcessResult, any Error>) in
+    _ = ignoreSIGPIPE
+    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ProcessResult, any Error>) in
         let thread = Thread {
+            let errorURL = FileManager.default.temporaryDirectory
+                .appendingPathComponent("offercrypto-stderr-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: errorURL) }
             do {
+                guard FileManager.default.createFile(atPath: errorURL.path, contents: nil) else {
+                    throw PythonHelperError.failed("cannot create \(errorURL.path)")
+                }
+                let errors = try FileHandle(forWritingTo: errorURL)
+                defer { try? errors.close() }
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: executable)
                 process.arguments = arguments
                 let input = Pipe()
                 let output = Pipe()
-                let errors = Pipe()
                 process.standardInput = input
                 process.standardOutput = output
                 process.standardError = errors
                 try process.run()
                 let writer = Thread {
-                    input.fileHandleForWriting.write(stdin)
+                    // A child that exits early (bad interpreter, import error) must fail the test, not kill the
+                    // runner with SIGPIPE: the signal is ignored and the write error dropped.
+                    try? input.fileHandleForWriting.write(contentsOf: stdin)
                     try? input.fileHandleForWriting.close()
                 }
                 writer.start()
-                let errorBox = DataBox()
-                let errorReader = Thread { errorBox.data = errors.fileHandleForReading.readDataToEndOfFile() }
-                errorReader.start()
                 let out = output.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
-                while !errorBox.done { usleep(1000) }
+                let errorText = (try? Data(contentsOf: errorURL)) ?? Data()
                 continuation.resume(
                     returning: ProcessResult(
                         status: process.terminationStatus, stdout: out,
-                        stderr: String(decoding: errorBox.data, as: UTF8.self)))
+                        stderr: String(decoding: errorText, as: UTF8.self)))
             } catch {
                 continuation.resume(throwing: error)
             }
         }
         thread.start()
     }
-}
-
-/// Collects a reader thread's output.
-final class DataBox: Sendable {
-    private let state = Mutex<(data: Data, done: Bool)>((Data(), false))
-    var data: Data {
-        get { state.withLock { $0.data } }
-        set { state.withLock { $0 = (newValue, true) } }
-    }
-    var done: Bool { state.withLock { $0.done } }
 }
 
 /// Runs the `openssl` CLI (for keys our own code must not produce: other curves, RSA, encrypted, SEC1).
