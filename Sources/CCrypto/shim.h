@@ -7,9 +7,36 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/bn.h>
+#include <openssl/hmac.h>
+#include <openssl/crypto.h>
 #include <openssl/core_names.h>
 
-// Function-like macros are not imported into Swift; wrap the ones we need.
+// Function-like macros (and variadic functions) are not imported into Swift; wrap the ones we need.
 static inline void ccrypto_free(void *ptr) { OPENSSL_free(ptr); }
 static inline int ccrypto_bn_num_bytes(const BIGNUM *bn) { return BN_num_bytes(bn); }
+
+/// `BIO_get_mem_data`: pointer to and length of a memory BIO's contents (not NUL-terminated).
+static inline long ccrypto_bio_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+
+/// A fresh P-256 key pair (`EVP_EC_gen` is a macro over the variadic `EVP_PKEY_Q_keygen`).
+static inline EVP_PKEY *ccrypto_ec_p256_generate(void) { return EVP_EC_gen("P-256"); }
+
+/// Password callback that refuses to supply a password, so an encrypted PEM never prompts on a terminal.
+static inline int ccrypto_no_password(char *buf, int size, int rwflag, void *u) {
+    (void)buf; (void)size; (void)rwflag; (void)u;
+    return 0;
+}
+
+/// `PEM_read_bio_PrivateKey` that never asks for a password.
+static inline EVP_PKEY *ccrypto_pem_read_private_key(BIO *bio) {
+    return PEM_read_bio_PrivateKey(bio, NULL, ccrypto_no_password, NULL);
+}
+
+/// GCM control wrappers (the ctrl constants are plain ints but keeping them here keeps Swift free of magic numbers).
+static inline int ccrypto_gcm_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag, int len) {
+    return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, len, tag);
+}
+static inline int ccrypto_gcm_set_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag, int len) {
+    return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, len, tag);
+}
 #endif

@@ -1,0 +1,487 @@
+import CCrypto
+import Foundation
+
+/// Owns one parsed `EVP_PKEY` and, for private keys, a pool of ready-to-sign contexts.
+///
+/// Invariant (why `@unchecked Sendable` is sound): `pkey` is created before `init` returns, never mutated and freed
+/// only in `deinit`; OpenSSL 3 allows one `EVP_PKEY` to be used read-only from many threads (contexts only take
+/// references on it). Each pooled `SignSlot` (an `EVP_PKEY_CTX` plus a reusable `ECDSA_SIG`) is used by exactly one
+/// thread at a time: popped from `pool` under `poolLock`, used without the lock, pushed back under the lock. The
+/// lock guards only the array, never an OpenSSL call, so signing scales across cores.
+final class PKeyHandle: @unchecked Sendable {
+    /// One signer's scratch: a sign-initialised context and a decoded-signature holder for DER→raw.
+    private struct SignSlot {
+        let ctx: OpaquePointer
+        let sig: OpaquePointer
+    }
+
+    let pkey: OpaquePointer
+    private let forSigning: Bool
+    private let poolLock = NSLock()
+    private var pool: [SignSlot] = []
+    private static let maxPooled = 64
+
+    /// Takes ownership of `pkey`. With `forSigning`, checks that a signing context can be made.
+    init(taking pkey: OpaquePointer, forSigning: Bool) throws(CryptoError) {
+        self.pkey = pkey
+        self.forSigning = forSigning
+        if forSigning {
+            let slot = try makeSlot()
+            pool.append(slot)
+        }
+    }
+
+    deinit {
+        for slot in pool { Self.free(slot) }
+        EVP_PKEY_free(pkey)
+    }
+
+    private static func free(_ slot: SignSlot) {
+        EVP_PKEY_CTX_free(slot.ctx)
+        ECDSA_SIG_free(slot.sig)
+    }
+
+    /// A new ECDSA signing context over SHA-256 digests, with its signature holder.
+    private func makeSlot() throws(CryptoError) -> SignSlot {
+        guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else {
+            throw CryptoError.drainingQueue(.signingFailed, "EVP_PKEY_CTX_new failed")
+        }
+        guard EVP_PKEY_sign_init(ctx) == 1, EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1 else {
+            EVP_PKEY_CTX_free(ctx)
+            throw CryptoError.drainingQueue(.signingFailed, "EVP_PKEY_sign_init failed")
+        }
+        guard let sig = ECDSA_SIG_new() else {
+            EVP_PKEY_CTX_free(ctx)
+            throw CryptoError.drainingQueue(.signingFailed, "ECDSA_SIG_new failed")
+        }
+        return SignSlot(ctx: ctx, sig: sig)
+    }
+
+    private func acquire() throws(CryptoError) -> SignSlot {
+        let pooled: SignSlot? = poolLock.withLock { pool.popLast() }
+        if let pooled { return pooled }
+        return try makeSlot()
+    }
+
+    private func release(_ slot: SignSlot) {
+        let kept = poolLock.withLock { () -> Bool in
+            guard pool.count < PKeyHandle.maxPooled else { return false }
+            pool.append(slot)
+            return true
+        }
+        if !kept { Self.free(slot) }
+    }
+
+    /// Hashes `message` with one-shot SHA-256 and signs the digest with a pooled context (what `openssl speed`
+    /// measures, without allocating or initialising a context per signature). Calls `body` with the slot and the
+    /// DER signature (at most 72 bytes, on the stack). A slot whose OpenSSL call failed is freed, not pooled.
+    private func withDERSignature<R>(
+        _ message: UnsafeRawBufferPointer, _ body: (SignSlot, UnsafeRawBufferPointer) -> R?
+    ) throws(CryptoError) -> R {
+        guard forSigning else { throw CryptoError(.signingFailed, "not a private key") }
+        let slot = try acquire()
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var der: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  // 80 bytes ≥ 72
+        let result: R? = withUnsafeMutableBytes(of: &digest) { digestBuf in
+            withUnsafeMutableBytes(of: &der) { derBuf in
+                let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                guard CCrypto.SHA256(input, message.count, d) != nil else { return nil }
+                var length = derBuf.count
+                let out = derBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                guard EVP_PKEY_sign(slot.ctx, out, &length, d, 32) == 1, length <= 72 else { return nil }
+                return body(slot, UnsafeRawBufferPointer(rebasing: derBuf[0..<length]))
+            }
+        }
+        guard let result else {
+            Self.free(slot)
+            throw CryptoError.drainingQueue(.signingFailed, "ECDSA signing failed")
+        }
+        release(slot)
+        return result
+    }
+
+    /// ECDSA-SHA256 over `message`, ASN.1 DER (at most 72 bytes for P-256).
+    func signDER(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        try withDERSignature(message) { _, der in Array(der) }
+    }
+
+    /// ECDSA-SHA256 over `message` as raw `r‖s` (32 bytes each, big-endian, zero-padded), as ES256 wants it:
+    /// the DER signature is decoded with `d2i_ECDSA_SIG` into the slot's reusable `ECDSA_SIG` and each component
+    /// written with `BN_bn2binpad(…, 32)` (leading zero bytes occur in ~1 % of signatures).
+    func signRaw(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
+        try withDERSignature(message) { slot, der -> [UInt8]? in
+            var cursor: UnsafePointer<UInt8>? = der.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            var target: OpaquePointer? = slot.sig
+            guard d2i_ECDSA_SIG(&target, &cursor, der.count) != nil, let r = ECDSA_SIG_get0_r(slot.sig),
+                let s = ECDSA_SIG_get0_s(slot.sig)
+            else { return nil }
+            var raw = [UInt8](repeating: 0, count: 64)
+            let ok = raw.withUnsafeMutableBufferPointer { out in
+                BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
+            }
+            return ok ? raw : nil
+        }
+    }
+
+    /// ECDSA-SHA256 verification of a DER signature. `false` for a signature that does not verify or is not DER.
+    func verifyDER(_ signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) throws(CryptoError) -> Bool {
+        guard let ctx = EVP_MD_CTX_new() else {
+            throw CryptoError.drainingQueue(.verificationFailed, "EVP_MD_CTX_new failed")
+        }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
+            throw CryptoError.drainingQueue(.verificationFailed, "EVP_DigestVerifyInit failed")
+        }
+        let result = EVP_DigestVerify(
+            ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
+        // 0 = bad signature, <0 = undecodable signature: both mean "does not verify"; drop the queued reason.
+        OpenSSLErrorQueue.clear()
+        return result == 1
+    }
+
+    /// The key's public half as SPKI PEM (`-----BEGIN PUBLIC KEY-----`).
+    func publicKeyPEM() throws(CryptoError) -> String {
+        try Self.writePEM(context: "PEM_write_bio_PUBKEY") { bio in PEM_write_bio_PUBKEY(bio, pkey) }
+    }
+
+    /// The private key as unencrypted PKCS#8 PEM.
+    func privateKeyPKCS8PEM() throws(CryptoError) -> String {
+        try Self.writePEM(context: "PEM_write_bio_PrivateKey") { bio in
+            PEM_write_bio_PrivateKey(bio, pkey, nil, nil, 0, nil, nil)
+        }
+    }
+
+    private static func writePEM(context: String, _ write: (OpaquePointer) -> Int32) throws(CryptoError) -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError.drainingQueue(.openSSL, "BIO_new failed") }
+        defer { BIO_free(bio) }
+        guard write(bio) == 1 else { throw CryptoError.drainingQueue(.openSSL, "\(context) failed") }
+        var data: UnsafeMutablePointer<CChar>? = nil
+        let length = ccrypto_bio_get_mem_data(bio, &data)
+        guard let data, length > 0 else { throw CryptoError.drainingQueue(.openSSL, "empty PEM output") }
+        let bytes = UnsafeRawBufferPointer(start: data, count: length)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Fails unless `pkey` is an EC key on P-256. Does not free `pkey`.
+    static func requireP256(_ pkey: OpaquePointer) throws(CryptoError) {
+        guard EVP_PKEY_is_a(pkey, "EC") == 1 else {
+            OpenSSLErrorQueue.clear()
+            throw CryptoError(.unsupportedKeyType, "key is not an EC key (App Store Connect keys are EC P-256)")
+        }
+        var name = [CChar](repeating: 0, count: 64)
+        var nameLength = 0
+        let ok = name.withUnsafeMutableBufferPointer {
+            EVP_PKEY_get_group_name(pkey, $0.baseAddress, $0.count, &nameLength)
+        }
+        guard ok == 1 else { throw CryptoError.drainingQueue(.unsupportedCurve, "EC key without a named curve") }
+        let curve = String(decoding: name.prefix(nameLength).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard curve == "prime256v1" else {
+            throw CryptoError(
+                .unsupportedCurve, "EC key on curve \(curve); App Store Connect keys are P-256 (prime256v1)")
+        }
+    }
+}
+
+/// An ECDSA P-256 private key (an App Store Connect In-App Purchase `.p8` key), parsed once and shareable.
+///
+/// Signing is thread-safe without locks: every signature gets its own OpenSSL context.
+public struct SigningKey: Sendable {
+    let handle: PKeyHandle
+    /// The public key, SPKI PEM, for verification by anyone (safe to show and store).
+    public let publicKeyPEM: String
+
+    /// Parses a `.p8` PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) P-256 key.
+    ///
+    /// Tolerates CRLF line ends, a missing final newline, surrounding whitespace, a key pasted as one line or with
+    /// literal `\n` escapes (the body is stripped of whitespace and re-wrapped at 64 columns). Rejects empty input,
+    /// encrypted keys, SEC1 `EC PRIVATE KEY` and `RSA PRIVATE KEY` blocks, non-EC keys and curves other than
+    /// P-256. Error descriptions never contain the key.
+    public init(pkcs8PEM text: String) throws(CryptoError) {
+        let normalised = try PEMNormaliser.normalisePKCS8PrivateKey(text)
+        OpenSSLErrorQueue.clear()
+        let parsed: OpaquePointer? = normalised.withUnsafeBufferPointer { buf in
+            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return ccrypto_pem_read_private_key(bio)
+        }
+        guard let pkey = parsed else {
+            throw CryptoError.drainingQueue(.keyParseFailed, "OpenSSL could not parse the PKCS#8 private key")
+        }
+        do throws(CryptoError) {
+            try PKeyHandle.requireP256(pkey)
+        } catch {
+            EVP_PKEY_free(pkey)
+            throw error
+        }
+        try self.init(handle: PKeyHandle(taking: pkey, forSigning: true))
+    }
+
+    private init(handle: PKeyHandle) throws(CryptoError) {
+        self.handle = handle
+        self.publicKeyPEM = try handle.publicKeyPEM()
+    }
+
+    /// A fresh random P-256 key, for tests and development (production keys come from App Store Connect).
+    public static func generate() throws(CryptoError) -> SigningKey {
+        guard let pkey = ccrypto_ec_p256_generate() else {
+            throw CryptoError.drainingQueue(.openSSL, "P-256 key generation failed")
+        }
+        return try SigningKey(handle: PKeyHandle(taking: pkey, forSigning: true))
+    }
+
+    /// The private key as unencrypted PKCS#8 PEM, e.g. to seal it. Secret: never log or return it over the API.
+    public func exportPKCS8PEM() throws(CryptoError) -> String { try handle.privateKeyPKCS8PEM() }
+
+    /// The matching public key.
+    public var publicKey: PublicKey { PublicKey(handle: handle) }
+
+    /// ECDSA-SHA256 over `message`, ASN.1 DER encoded.
+    public func signatureDER(for message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        let result: Result<[UInt8], CryptoError> = message.withUnsafeBytes { buf in
+            Result { () throws(CryptoError) in try handle.signDER(buf) }
+        }
+        return try result.get()
+    }
+
+    /// ECDSA-SHA256 over `message` as JWS ES256 wants it: raw `r‖s`, 32 bytes each, big-endian.
+    public func signatureRaw(for message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        let result: Result<[UInt8], CryptoError> = message.withUnsafeBytes { buf in
+            Result { () throws(CryptoError) in try handle.signRaw(buf) }
+        }
+        return try result.get()
+    }
+}
+
+/// An ECDSA P-256 public key, for verifying signatures (ours, Apple's test vectors, other implementations').
+public struct PublicKey: Sendable {
+    let handle: PKeyHandle
+
+    init(handle: PKeyHandle) { self.handle = handle }
+
+    /// Parses an SPKI PEM (`-----BEGIN PUBLIC KEY-----`) P-256 public key.
+    public init(pem: String) throws(CryptoError) {
+        let bytes = Array(pem.utf8)
+        OpenSSLErrorQueue.clear()
+        let parsed: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
+            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
+        }
+        guard let pkey = parsed else {
+            throw CryptoError.drainingQueue(.keyParseFailed, "OpenSSL could not parse the public key PEM")
+        }
+        do throws(CryptoError) {
+            try PKeyHandle.requireP256(pkey)
+        } catch {
+            EVP_PKEY_free(pkey)
+            throw error
+        }
+        handle = try PKeyHandle(taking: pkey, forSigning: false)
+    }
+
+    /// The key as SPKI PEM.
+    public var pem: String {
+        get throws(CryptoError) { try handle.publicKeyPEM() }
+    }
+
+    /// `true` if `derSignature` is a valid ECDSA-SHA256 signature of `message` under this key.
+    public func verify(derSignature: [UInt8], message: [UInt8]) throws(CryptoError) -> Bool {
+        let result: Result<Bool, CryptoError> = derSignature.withUnsafeBytes { sig in
+            message.withUnsafeBytes { msg in
+                Result { () throws(CryptoError) in try handle.verifyDER(sig, message: msg) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// `true` if `rawSignature` (`r‖s`, 64 bytes) is a valid ECDSA-SHA256 signature of `message`.
+    public func verify(rawSignature: [UInt8], message: [UInt8]) throws(CryptoError) -> Bool {
+        guard rawSignature.count == 64 else { return false }
+        return try verify(derSignature: ECDSASignatureEncoding.rawToDER(rawSignature), message: message)
+    }
+
+    /// `true` if the compact JWS is `header.payload.signature` with an ES256 signature by this key over
+    /// `header.payload`. Throws `malformedJWS` if it is not a well-formed compact JWS with a 64-byte signature.
+    /// Checks only the signature; inspect `CompactJWS` for header and claims.
+    public func verifyJWS(compact: String) throws(CryptoError) -> Bool {
+        let jws = try CompactJWS(compact: compact)
+        return try verify(rawSignature: jws.signature, message: jws.signingInput)
+    }
+}
+
+/// The parts of a compact JWS (`b64url(header).b64url(payload).b64url(signature)`), decoded but not verified.
+public struct CompactJWS: Sendable, Equatable {
+    /// The header JSON bytes.
+    public let header: [UInt8]
+    /// The payload (claims) JSON bytes.
+    public let payload: [UInt8]
+    /// The signature bytes (64 for ES256).
+    public let signature: [UInt8]
+    /// The ASCII bytes that were signed: `b64url(header) "." b64url(payload)`.
+    public let signingInput: [UInt8]
+
+    /// Splits and base64url-decodes a compact JWS; requires three parts and a 64-byte signature.
+    public init(compact: String) throws(CryptoError) {
+        let parts = compact.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw CryptoError(.malformedJWS, "expected 3 dot-separated parts, got \(parts.count)")
+        }
+        guard let header = Base64URL.decode(bytes: parts[0]), let payload = Base64URL.decode(bytes: parts[1]),
+            let signature = Base64URL.decode(bytes: parts[2])
+        else { throw CryptoError(.malformedJWS, "a part is not base64url without padding") }
+        guard signature.count == 64 else {
+            throw CryptoError(.malformedJWS, "ES256 signature must be 64 bytes, got \(signature.count)")
+        }
+        self.header = header
+        self.payload = payload
+        self.signature = signature
+        self.signingInput = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
+    }
+}
+
+/// Conversions between ASN.1 DER ECDSA signatures and JWS's raw `r‖s`.
+enum ECDSASignatureEncoding {
+    static func derToRaw(_ der: [UInt8]) throws(CryptoError) -> [UInt8] {
+        var raw = [UInt8](repeating: 0, count: 64)
+        let ok: Bool = der.withUnsafeBufferPointer { buf in
+            var cursor: UnsafePointer<UInt8>? = buf.baseAddress
+            guard let sig = d2i_ECDSA_SIG(nil, &cursor, buf.count) else { return false }
+            defer { ECDSA_SIG_free(sig) }
+            guard let r = ECDSA_SIG_get0_r(sig), let s = ECDSA_SIG_get0_s(sig) else { return false }
+            return raw.withUnsafeMutableBufferPointer { out in
+                BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
+            }
+        }
+        guard ok else {
+            throw CryptoError.drainingQueue(.signingFailed, "DER to raw ECDSA signature conversion failed")
+        }
+        return raw
+    }
+
+    static func rawToDER(_ raw: [UInt8]) throws(CryptoError) -> [UInt8] {
+        guard raw.count == 64, let sig = ECDSA_SIG_new() else {
+            throw CryptoError.drainingQueue(.verificationFailed, "raw ECDSA signature must be 64 bytes")
+        }
+        defer { ECDSA_SIG_free(sig) }
+        let r = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+        let s = raw.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        guard let r, let s, ECDSA_SIG_set0(sig, r, s) == 1 else {
+            if let r { BN_free(r) }
+            if let s { BN_free(s) }
+            throw CryptoError.drainingQueue(.verificationFailed, "ECDSA_SIG_set0 failed")
+        }
+        let length = i2d_ECDSA_SIG(sig, nil)
+        guard length > 0 else { throw CryptoError.drainingQueue(.verificationFailed, "i2d_ECDSA_SIG failed") }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        let written = der.withUnsafeMutableBufferPointer { buf -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buf.baseAddress
+            return i2d_ECDSA_SIG(sig, &cursor)
+        }
+        guard written == length else { throw CryptoError.drainingQueue(.verificationFailed, "i2d_ECDSA_SIG failed") }
+        return der
+    }
+}
+
+/// Normalises pasted `.p8` text into a canonical PEM before OpenSSL sees it.
+enum PEMNormaliser {
+    static let header = "-----BEGIN PRIVATE KEY-----"
+    static let footer = "-----END PRIVATE KEY-----"
+
+    /// Canonical PEM bytes (header, body wrapped at 64 columns, footer, final newline) or a precise error.
+    static func normalisePKCS8PrivateKey(_ text: String) throws(CryptoError) -> [UInt8] {
+        let bytes = Array(text.utf8)
+        // Whitespace: space, tab, CR, LF, and a leading UTF-8 BOM from some editors.
+        var start = 0
+        var end = bytes.count
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        let trimmed = Array(bytes[start..<end])
+        guard !trimmed.isEmpty else { throw CryptoError(.emptyKey, "private key text is empty") }
+
+        if contains(trimmed, "-----BEGIN ENCRYPTED PRIVATE KEY-----") || contains(trimmed, "Proc-Type: 4,ENCRYPTED") {
+            throw CryptoError(.encryptedKey, "private key is encrypted; App Store Connect .p8 keys are not")
+        }
+        if contains(trimmed, "-----BEGIN EC PRIVATE KEY-----") {
+            throw CryptoError(
+                .unsupportedKeyFormat,
+                "SEC1 'EC PRIVATE KEY' is not accepted; use the PKCS#8 .p8 file from App Store Connect")
+        }
+        if contains(trimmed, "-----BEGIN RSA PRIVATE KEY-----") {
+            throw CryptoError(.unsupportedKeyFormat, "RSA keys are not accepted; App Store Connect keys are EC P-256")
+        }
+        let headerBytes = Array(header.utf8)
+        let footerBytes = Array(footer.utf8)
+        guard trimmed.starts(with: headerBytes) else {
+            throw CryptoError(.malformedPEM, "text does not start with '\(header)'")
+        }
+        guard trimmed.count >= headerBytes.count + footerBytes.count,
+            Array(trimmed.suffix(footerBytes.count)) == footerBytes
+        else { throw CryptoError(.malformedPEM, "text does not end with '\(footer)'") }
+
+        // Body: drop whitespace and literal "\n" / "\r" escapes (keys pasted through JSON or env files).
+        let rawBody = trimmed[headerBytes.count..<(trimmed.count - footerBytes.count)]
+        var body: [UInt8] = []
+        body.reserveCapacity(rawBody.count)
+        var index = rawBody.startIndex
+        while index < rawBody.endIndex {
+            let char = rawBody[index]
+            if isSpace(char) {
+                index += 1
+                continue
+            }
+            if char == UInt8(ascii: "\\"), index + 1 < rawBody.endIndex,
+                rawBody[index + 1] == UInt8(ascii: "n") || rawBody[index + 1] == UInt8(ascii: "r")
+            {
+                index += 2
+                continue
+            }
+            guard isBase64(char) else {
+                throw CryptoError(.malformedPEM, "key body contains a character that is not base64")
+            }
+            body.append(char)
+            index += 1
+        }
+        guard !body.isEmpty else { throw CryptoError(.emptyKey, "private key body is empty") }
+        guard body.count % 4 == 0 else { throw CryptoError(.malformedPEM, "key body length is not a multiple of 4") }
+
+        var out = headerBytes
+        out.append(UInt8(ascii: "\n"))
+        var offset = 0
+        while offset < body.count {
+            let next = min(offset + 64, body.count)
+            out.append(contentsOf: body[offset..<next])
+            out.append(UInt8(ascii: "\n"))
+            offset = next
+        }
+        out.append(contentsOf: footerBytes)
+        out.append(UInt8(ascii: "\n"))
+        return out
+    }
+
+    private static func isSpace(_ char: UInt8) -> Bool {
+        char == 0x20 || char == 0x09 || char == 0x0A || char == 0x0D || char == 0x0B || char == 0x0C
+    }
+
+    private static func isBase64(_ char: UInt8) -> Bool {
+        switch char {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+            return true
+        default:
+            return false
+        }
+    }
+
+    private static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        let pattern = Array(needle.utf8)
+        guard pattern.count <= haystack.count else { return false }
+        for offset in 0...(haystack.count - pattern.count) where haystack[offset] == pattern[0] {
+            if haystack[offset..<(offset + pattern.count)].elementsEqual(pattern) { return true }
+        }
+        return false
+    }
+}

@@ -1,4 +1,0 @@
-// OfferCrypto: placeholder until its issue fills it.
-import Foundation
-
-enum OfferCryptoModule {}

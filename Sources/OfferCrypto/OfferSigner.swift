@@ -1,0 +1,337 @@
+import Foundation
+
+/// U+2063 INVISIBLE SEPARATOR, the V1 payload field separator, as UTF-8.
+let invisibleSeparator: [UInt8] = [0xE2, 0x81, 0xA3]
+
+/// The exact bytes Apple's V1 promotional offer signature covers (APPLE_OFFERS.md §1):
+/// `bundleId ⁣ keyId ⁣ productId ⁣ offerId ⁣ lowercase(appAccountToken) ⁣ lowercase(nonce) ⁣ timestampMillis`.
+public struct PromotionalOfferV1Payload: Sendable, Equatable {
+    /// The app's bundle id, verbatim.
+    public var bundleId: String
+    /// The App Store Connect key id, verbatim.
+    public var keyId: String
+    /// The subscription product id, verbatim.
+    public var productId: String
+    /// The promotional offer id, verbatim.
+    public var offerId: String
+    /// `appAccountToken` (StoreKit 2) or `applicationUsername` (StoreKit 1); may be empty. Lowercased in `bytes`.
+    public var appAccountToken: String
+    /// The one-time nonce; written in lowercase canonical form.
+    public var nonce: UUID
+    /// UNIX time in milliseconds.
+    public var timestamp: Int64
+
+    /// A payload from its seven fields.
+    public init(
+        bundleId: String, keyId: String, productId: String, offerId: String, appAccountToken: String,
+        nonce: UUID, timestamp: Int64
+    ) {
+        self.bundleId = bundleId
+        self.keyId = keyId
+        self.productId = productId
+        self.offerId = offerId
+        self.appAccountToken = appAccountToken
+        self.nonce = nonce
+        self.timestamp = timestamp
+    }
+
+    /// The UTF-8 bytes to sign.
+    public var bytes: [UInt8] {
+        var out = PromotionalOfferV1Payload.prefix(bundleId: bundleId, keyId: keyId)
+        PromotionalOfferV1Payload.appendTail(
+            to: &out, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
+        return out
+    }
+
+    /// `bundleId ⁣ keyId ⁣`: the part that is the same for every signature of one signer.
+    static func prefix(bundleId: String, keyId: String) -> [UInt8] {
+        Array(bundleId.utf8) + invisibleSeparator + Array(keyId.utf8) + invisibleSeparator
+    }
+
+    static func appendTail(
+        to out: inout [UInt8], productId: String, offerId: String, appAccountToken: String,
+        nonce: UUID, timestamp: Int64
+    ) {
+        out.append(contentsOf: productId.utf8)
+        out.append(contentsOf: invisibleSeparator)
+        out.append(contentsOf: offerId.utf8)
+        out.append(contentsOf: invisibleSeparator)
+        out.append(contentsOf: appAccountToken.lowercased().utf8)
+        out.append(contentsOf: invisibleSeparator)
+        out.append(contentsOf: nonce.lowercasedString.utf8)
+        out.append(contentsOf: invisibleSeparator)
+        JSONObjectWriter.appendInteger(timestamp, to: &out)
+    }
+}
+
+/// A V1 promotional offer signature and the values the app must pass to StoreKit with it.
+public struct V1Signature: Sendable, Equatable {
+    /// The key id (`keyID` in StoreKit).
+    public let keyId: String
+    /// The nonce that was signed (pass this exact UUID to StoreKit).
+    public let nonce: UUID
+    /// The signed timestamp, UNIX milliseconds.
+    public let timestamp: Int64
+    /// ECDSA-SHA256 signature, ASN.1 DER, standard base64 with padding (what StoreKit expects).
+    public let signature: String
+
+    /// The nonce in the lowercase form that was signed.
+    public var nonceString: String { nonce.lowercasedString }
+}
+
+/// A JWS audience (`aud`). Apple's known audiences are provided; the signer treats them as data.
+public struct JWSAudience: RawRepresentable, Sendable, Hashable {
+    /// The `aud` string.
+    public let rawValue: String
+    /// Creates an audience from its `aud` string.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    /// Promotional offer signature V2 (APPLE_OFFERS.md §2).
+    public static let promotionalOffer = JWSAudience(rawValue: "promotional-offer")
+    /// Introductory offer eligibility (APPLE_OFFERS.md §3).
+    public static let introductoryOfferEligibility = JWSAudience(rawValue: "introductory-offer-eligibility")
+}
+
+/// Signs Apple offer payloads with one App Store Connect key: V1 promotional offer signatures and ES256 JWS.
+///
+/// A `Sendable` value: the key is parsed once and every signature uses its own OpenSSL context, so one signer can
+/// be shared by any number of concurrent tasks. Time and nonces come from the injected `clock` and `nonces`
+/// (now and a fresh random v4 UUID from `UUID.secureRandom()` by default); each call may also pass them explicitly.
+public struct OfferSigner: Sendable {
+    /// The signing key.
+    public let key: SigningKey
+    /// App Store Connect key id (`kid`, and the V1 payload's key id).
+    public let keyId: String
+    /// App Store Connect issuer id (`iss`).
+    public let issuerId: String
+    /// The app's bundle id (`bid`, and the V1 payload's bundle id).
+    public let bundleId: String
+    private let clock: @Sendable () -> Date
+    private let nonces: @Sendable () -> UUID
+    private let v1Prefix: [UInt8]
+    private let encodedHeader: [UInt8]
+
+    /// A signer for one key of one app.
+    public init(
+        key: SigningKey, keyId: String, issuerId: String, bundleId: String,
+        clock: @escaping @Sendable () -> Date = { Date() },
+        nonces: @escaping @Sendable () -> UUID = { UUID.secureRandom() }
+    ) {
+        self.key = key
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.bundleId = bundleId
+        self.clock = clock
+        self.nonces = nonces
+        self.v1Prefix = PromotionalOfferV1Payload.prefix(bundleId: bundleId, keyId: keyId)
+        self.encodedHeader = Array(Base64URL.encode(OfferSigner.headerJSON(keyId: keyId)).utf8)
+    }
+
+    /// The exact JWS header bytes: `{"alg":"ES256","kid":"<keyId>","typ":"JWT"}`.
+    public static func headerJSON(keyId: String) -> [UInt8] {
+        var writer = JSONObjectWriter(capacity: 64)
+        writer.member("alg", .string("ES256"))
+        writer.member("kid", .string(keyId))
+        writer.member("typ", .string("JWT"))
+        return writer.finish()
+    }
+
+    // MARK: V1
+
+    /// The V1 payload this signer would sign for these inputs.
+    public func v1Payload(
+        productId: String, offerId: String, appAccountToken: String, nonce: UUID,
+        timestamp: Int64
+    ) -> PromotionalOfferV1Payload {
+        PromotionalOfferV1Payload(
+            bundleId: bundleId, keyId: keyId, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
+    }
+
+    /// A V1 promotional offer signature (APPLE_OFFERS.md §1).
+    ///
+    /// - Parameters:
+    ///   - appAccountToken: `appAccountToken` / `applicationUsername` (lowercased when signed); may be empty.
+    ///   - nonce: defaults to the injected nonce source.
+    ///   - timestamp: UNIX milliseconds; defaults to the injected clock.
+    public func signV1(
+        productId: String, offerId: String, appAccountToken: String = "", nonce: UUID? = nil,
+        timestamp: Int64? = nil
+    ) throws(CryptoError) -> V1Signature {
+        let nonce = nonce ?? nonces()
+        let timestamp = timestamp ?? OfferSigner.milliseconds(clock())
+        var payload = v1Prefix
+        payload.reserveCapacity(v1Prefix.count + productId.utf8.count + offerId.utf8.count + 96)
+        PromotionalOfferV1Payload.appendTail(
+            to: &payload, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken, nonce: nonce, timestamp: timestamp)
+        let der = try key.signatureDER(for: payload)
+        return V1Signature(keyId: keyId, nonce: nonce, timestamp: timestamp, signature: Data(der).base64EncodedString())
+    }
+
+    // MARK: JWS
+
+    /// The exact claims bytes for a JWS: `iss, iat, bid, nonce, aud`, then `extraClaims` in order.
+    public func claimsJSON(
+        audience: JWSAudience, extraClaims: [(String, JWSClaimValue)], nonce: UUID,
+        issuedAt: Int64
+    ) throws(CryptoError) -> [UInt8] {
+        // A handful of claims: linear checks beat hashing here (this runs once per signature).
+        for (index, (name, _)) in extraClaims.enumerated() {
+            let reserved = name == "iss" || name == "iat" || name == "bid" || name == "nonce" || name == "aud"
+            guard !reserved, !extraClaims[..<index].contains(where: { $0.0 == name }) else {
+                throw CryptoError(.invalidClaims, "claim '\(name)' is reserved or repeated")
+            }
+        }
+        var writer = JSONObjectWriter(capacity: 320)
+        writer.member("iss", .string(issuerId))
+        writer.member("iat", .integer(issuedAt))
+        writer.member("bid", .string(bundleId))
+        writer.member("nonce", .string(nonce.lowercasedString))
+        writer.member("aud", .string(audience.rawValue))
+        for (name, value) in extraClaims { writer.member(name, value) }
+        return writer.finish()
+    }
+
+    /// A compact ES256 JWS for any audience: header `{"alg":"ES256","kid":…,"typ":"JWT"}`, claims `iss`, `iat`
+    /// (integer seconds), `bid`, `nonce` (lowercase), `aud`, then `extraClaims` in order. No `exp`.
+    public func signJWS(
+        audience: JWSAudience, extraClaims: [(String, JWSClaimValue)], nonce: UUID? = nil,
+        issuedAt: Date? = nil
+    ) throws(CryptoError) -> String {
+        let nonce = nonce ?? nonces()
+        let iat = Int64((issuedAt ?? clock()).timeIntervalSince1970.rounded(.down))
+        let claims = try claimsJSON(audience: audience, extraClaims: extraClaims, nonce: nonce, issuedAt: iat)
+        var token = encodedHeader
+        token.reserveCapacity(encodedHeader.count + claims.count * 4 / 3 + 92)
+        token.append(UInt8(ascii: "."))
+        Base64URL.encode(claims, into: &token)
+        let signature = try key.signatureRaw(for: token)
+        token.append(UInt8(ascii: "."))
+        Base64URL.encode(signature, into: &token)
+        return String(decoding: token, as: UTF8.self)
+    }
+
+    /// Promotional offer signature V2 (`aud` `promotional-offer`): claims `productId`, `offerIdentifier` and
+    /// `transactionId` only when given.
+    public func promotionalOfferJWS(
+        productId: String, offerId: String, transactionId: String? = nil,
+        nonce: UUID? = nil, issuedAt: Date? = nil
+    ) throws(CryptoError) -> String {
+        var claims: [(String, JWSClaimValue)] = [
+            ("productId", .string(productId)), ("offerIdentifier", .string(offerId)),
+        ]
+        if let transactionId { claims.append(("transactionId", .string(transactionId))) }
+        return try signJWS(audience: .promotionalOffer, extraClaims: claims, nonce: nonce, issuedAt: issuedAt)
+    }
+
+    /// Introductory offer eligibility (`aud` `introductory-offer-eligibility`): claims `productId`,
+    /// `allowIntroductoryOffer` (boolean) and `transactionId` (required; an `appTransactionId` works).
+    public func introductoryOfferEligibilityJWS(
+        productId: String, allowIntroductoryOffer: Bool, transactionId: String,
+        nonce: UUID? = nil, issuedAt: Date? = nil
+    ) throws(CryptoError)
+        -> String
+    {
+        try signJWS(
+            audience: .introductoryOfferEligibility,
+            extraClaims: [
+                ("productId", .string(productId)), ("allowIntroductoryOffer", .bool(allowIntroductoryOffer)),
+                ("transactionId", .string(transactionId)),
+            ],
+            nonce: nonce, issuedAt: issuedAt)
+    }
+
+    static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+}
+
+extension UUID {
+    /// A random (version 4) UUID from OpenSSL's CSPRNG, through a per-thread buffer of `RAND_bytes` output.
+    ///
+    /// Foundation's `UUID()` opens and reads `/dev/urandom` on every call on Linux, and a `RAND_bytes` call per
+    /// nonce costs a syscall and a DRBG lock; one 4 KiB refill serves 256 nonces. (A forked child would share
+    /// the parent's unused buffer: OfferGate never forks.)
+    public static func secureRandom() -> UUID {
+        let bytes = ThreadNonceBuffer.current.next16()
+        return UUID(
+            uuid: (
+                bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5, (bytes.6 & 0x0F) | 0x40, bytes.7,
+                (bytes.8 & 0x3F) | 0x80, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15
+            ))
+    }
+
+    /// The canonical lowercase form (`UUID.uuidString` is uppercase, which Apple rejects). Formatted directly:
+    /// `uuidString` goes through `sprintf` on Linux, a measurable share of a signature's cost.
+    var lowercasedString: String {
+        let digits: StaticString = "0123456789abcdef"
+        return withUnsafeBytes(of: uuid) { raw in
+            String(unsafeUninitializedCapacity: 36) { out in
+                digits.withUTF8Buffer { hex in
+                    var position = 0
+                    for index in 0..<16 {
+                        if index == 4 || index == 6 || index == 8 || index == 10 {
+                            out[position] = UInt8(ascii: "-")
+                            position += 1
+                        }
+                        out[position] = hex[Int(raw[index] >> 4)]
+                        out[position + 1] = hex[Int(raw[index] & 0x0F)]
+                        position += 2
+                    }
+                }
+                return 36
+            }
+        }
+    }
+}
+
+/// A per-thread buffer of CSPRNG bytes for nonces (owned by one thread through a pthread key; never shared).
+final class ThreadNonceBuffer {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in
+            if let pointer { Unmanaged<ThreadNonceBuffer>.fromOpaque(pointer).release() }
+        }
+        return key
+    }()
+
+    static var current: ThreadNonceBuffer {
+        if let existing = pthread_getspecific(key) {
+            return Unmanaged<ThreadNonceBuffer>.fromOpaque(existing).takeUnretainedValue()
+        }
+        let buffer = ThreadNonceBuffer()
+        pthread_setspecific(key, Unmanaged.passRetained(buffer).toOpaque())
+        return buffer
+    }
+
+    private var bytes = [UInt8](repeating: 0, count: 4096)
+    private var offset = 4096
+
+    typealias Bytes16 = (
+        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+        UInt8, UInt8, UInt8
+    )
+
+    func next16() -> Bytes16 {
+        if offset + 16 > bytes.count {
+            do {
+                try SecureRandom.fill(&bytes)
+            } catch {
+                var system = SystemRandomNumberGenerator()
+                for index in bytes.indices { bytes[index] = system.next() }
+            }
+            offset = 0
+        }
+        var out: Bytes16 = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        bytes.withUnsafeMutableBytes { buffer in
+            withUnsafeMutableBytes(of: &out) { target in
+                target.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + 16)]))
+            }
+            // Used bytes are wiped so a later memory disclosure cannot reveal past nonces' neighbours.
+            wipe(UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<(offset + 16)]))
+        }
+        offset += 16
+        return out
+    }
+}
