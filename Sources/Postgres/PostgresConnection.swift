@@ -171,10 +171,14 @@ public actor PostgresConnection {
     /// or closed it, e.g. after a restart), consume the input; returns whether the connection is still OK.
     func probe() -> Bool {
         guard let conn = handle, PQstatus(conn) == CONNECTION_OK else { return false }
-        var pfd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
-        if poll(&pfd, 1, 0) > 0 {
+        // A server shutting down sends an error (which libpq hands to the notice processor while idle) and then
+        // closes the socket: keep reading while there is input, so the EOF is seen too.
+        for _ in 0..<8 {
+            var pfd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 0) > 0 else { break }
             if PQconsumeInput(conn) == 0 { return false }
             while let notify = PQnotifies(conn) { PQfreemem(notify) }
+            if PQstatus(conn) != CONNECTION_OK { return false }
         }
         return PQstatus(conn) == CONNECTION_OK
     }
