@@ -94,6 +94,10 @@ public actor PostgresConnection {
     /// The server process id (`PQbackendPID`), 0 when closed.
     public var backendPID: Int32 { handle.map { PQbackendPID($0) } ?? 0 }
 
+    /// True when the caller runs on this connection's own queue (always, for the actor's methods): blocking
+    /// libpq calls never run on Swift's cooperative pool.
+    public var isOnDedicatedQueue: Bool { executor.isCurrent }
+
     /// Number of cached prepared statements.
     public var preparedStatementCount: Int { preparedStatements.count }
 
@@ -108,7 +112,15 @@ public actor PostgresConnection {
             let result = Self.withParams(query.binds) { n, _, values, lengths, formats in
                 PQexecPrepared(conn, name, n, values, lengths, formats, 0)
             }
-            return try consume(result, query: query)
+            do {
+                return try consume(result, query: query)
+            } catch let error as PostgresError where error.sqlState == "26000" {
+                // The statement vanished (DEALLOCATE ALL, DISCARD ALL): forget it. Outside a transaction nothing
+                // ran, so prepare again and retry once; inside one the transaction is aborted anyway.
+                preparedStatements = preparedStatements.filter { $0.value != name }
+                guard PQtransactionStatus(conn) == PQTRANS_IDLE else { throw error }
+                return try self.query(query, prepared: true)
+            }
         }
         let result = Self.withParams(query.binds) { n, types, values, lengths, formats in
             PQexecParams(conn, query.sql, n, types, values, lengths, formats, 0)

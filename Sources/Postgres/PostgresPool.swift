@@ -212,12 +212,15 @@ public final class PostgresPool: Sendable {
         for action in actions {
             switch action {
             case .lease(let id, let waiterID):
-                let (waiter, connection) = state.withLock { s in (s.waiters.removeValue(forKey: waiterID), s.connections[id]) }
+                let (waiter, connection) = state.withLock { s in
+                    (s.waiters.removeValue(forKey: waiterID), s.connections[id])
+                }
                 waiter?.timeout?.cancel()
                 if let connection {
                     waiter?.continuation.resume(returning: (id, connection))
                 } else {
-                    waiter?.continuation.resume(throwing: PostgresError(kind: .protocolViolation, message: "pool lost a connection"))
+                    waiter?.continuation.resume(
+                        throwing: PostgresError(kind: .protocolViolation, message: "pool lost a connection"))
                 }
             case .failWaiter(let waiterID, let error):
                 let waiter = state.withLock { $0.waiters.removeValue(forKey: waiterID) }
@@ -298,7 +301,9 @@ extension PostgresConnection {
     }
 
     /// `ensureAlive` + query + reuse check in one hop onto the connection's queue.
-    func pooledQuery(_ q: PostgresQuery, prepared: Bool) -> (result: Result<PostgresRows, PostgresError>, reusable: Bool) {
+    func pooledQuery(_ q: PostgresQuery, prepared: Bool) -> (
+        result: Result<PostgresRows, PostgresError>, reusable: Bool
+    ) {
         do {
             try ensureAlive()
         } catch {

@@ -6,7 +6,8 @@ extension PostgresIntegrationTests {
     @Suite("Migrations")
     struct MigrationTests {
         static let migrations = [
-            Migration(version: 1, name: "tenants", sql: "CREATE TABLE tenants (id uuid PRIMARY KEY, name text NOT NULL);"),
+            Migration(
+                version: 1, name: "tenants", sql: "CREATE TABLE tenants (id uuid PRIMARY KEY, name text NOT NULL);"),
             Migration(
                 version: 2, name: "codes",
                 sql: """
@@ -15,7 +16,8 @@ extension PostgresIntegrationTests {
                     -- several statements in one migration; a non-ASCII comment: ü 😀
                     CREATE INDEX codes_code ON codes (code);
                     """),
-            Migration(version: 10, name: "counter", sql: "CREATE TABLE counter (n int); INSERT INTO counter VALUES (0);"),
+            Migration(
+                version: 10, name: "counter", sql: "CREATE TABLE counter (n int); INSERT INTO counter VALUES (0);"),
         ]
 
         @Test func appliesOnceAndIsANoOpTheSecondTime() async throws {
@@ -25,7 +27,8 @@ extension PostgresIntegrationTests {
                 let migrator = Migrator(migrations: Self.migrations.reversed())
                 #expect(try await migrator.migrate(on: pool) == [1, 2, 10])
                 #expect(try await migrator.migrate(on: pool) == [])
-                let rows = try await pool.query("SELECT version, name, checksum FROM schema_migrations ORDER BY version")
+                let rows = try await pool.query(
+                    "SELECT version, name, checksum FROM schema_migrations ORDER BY version")
                 #expect(try rows.map { try $0.decode(Int.self, at: 0) } == [1, 2, 10])
                 #expect(try rows.map { try $0.decode(String.self, at: 1) } == ["tenants", "codes", "counter"])
                 // SHA-256 of the SQL text, in hex (known answer from Python's hashlib).
@@ -34,9 +37,10 @@ extension PostgresIntegrationTests {
                         == "0375d75040ea1317b77bfc2b6f2a6bc8661150404e5b2eb9957dd5e1add3d16b")
                 #expect(try await pool.query("SELECT n FROM counter").scalar(Int.self) == 0)
                 // A later migration is applied on its own.
-                let more = Migrator(migrations: Self.migrations + [
-                    Migration(version: 11, name: "bump", sql: "UPDATE counter SET n = n + 1;")
-                ])
+                let more = Migrator(
+                    migrations: Self.migrations + [
+                        Migration(version: 11, name: "bump", sql: "UPDATE counter SET n = n + 1;")
+                    ])
                 #expect(try await more.migrate(on: pool) == [11])
                 #expect(try await more.migrate(on: pool) == [])
                 #expect(try await pool.query("SELECT n FROM counter").scalar(Int.self) == 1)

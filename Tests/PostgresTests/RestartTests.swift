@@ -95,7 +95,9 @@ extension PostgresIntegrationTests {
                 // Order: the reconnect marker comes before post-restart notifications.
                 let events = log.events.withLock { $0 }
                 let marker = events.firstIndex(of: .reconnected)
-                let after = events.firstIndex { if case .notification(let n) = $0 { n.payload == "after-restart" } else { false } }
+                let after = events.firstIndex {
+                    if case .notification(let n) = $0 { n.payload == "after-restart" } else { false }
+                }
                 #expect(marker != nil && after != nil && marker! < after!)
 
                 listener.stop()
@@ -105,4 +107,3 @@ extension PostgresIntegrationTests {
         }
     }
 }
-

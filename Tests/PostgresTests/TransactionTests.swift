@@ -95,7 +95,8 @@ extension PostgresIntegrationTests {
                 let writeSkew: @Sendable (Int, Int) async throws -> Int64 = { reads, writes in
                     try await pool.withTransaction(isolation: .serializable) { tx in
                         runs.add(1, ordering: .relaxed)
-                        let seen = try await tx.query("SELECT count(*) FROM items WHERE k = \(reads)")
+                        let seen =
+                            try await tx.query("SELECT count(*) FROM items WHERE k = \(reads)")
                             .scalar(Int64.self) ?? -1
                         await rendezvous.arrive()
                         try await tx.query("INSERT INTO items VALUES (\(writes), \(seen))")
