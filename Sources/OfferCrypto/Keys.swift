@@ -13,6 +13,7 @@ final class PKeyHandle: @unchecked Sendable {
     private struct SignSlot {
         let ctx: OpaquePointer
         let sig: OpaquePointer
+        let hash: OpaquePointer
     }
 
     let pkey: OpaquePointer
@@ -39,6 +40,7 @@ final class PKeyHandle: @unchecked Sendable {
     private static func free(_ slot: SignSlot) {
         EVP_PKEY_CTX_free(slot.ctx)
         ECDSA_SIG_free(slot.sig)
+        EVP_MD_CTX_free(slot.hash)
     }
 
     /// A new ECDSA signing context over SHA-256 digests, with its signature holder.
@@ -54,7 +56,12 @@ final class PKeyHandle: @unchecked Sendable {
             EVP_PKEY_CTX_free(ctx)
             throw CryptoError.drainingQueue(.signingFailed, "ECDSA_SIG_new failed")
         }
-        return SignSlot(ctx: ctx, sig: sig)
+        guard let hash = EVP_MD_CTX_new() else {
+            EVP_PKEY_CTX_free(ctx)
+            ECDSA_SIG_free(sig)
+            throw CryptoError.drainingQueue(.signingFailed, "EVP_MD_CTX_new failed")
+        }
+        return SignSlot(ctx: ctx, sig: sig, hash: hash)
     }
 
     private func acquire() throws(CryptoError) -> SignSlot {
@@ -72,7 +79,7 @@ final class PKeyHandle: @unchecked Sendable {
         if !kept { Self.free(slot) }
     }
 
-    /// Hashes `message` with one-shot SHA-256 and signs the digest with a pooled context (what `openssl speed`
+    /// Hashes `message` with SHA-256 (pre-fetched algorithm, the slot's reusable digest context) and signs the digest with a pooled context (what `openssl speed`
     /// measures, without allocating or initialising a context per signature). Calls `body` with the slot and the
     /// DER signature (at most 72 bytes, on the stack). A slot whose OpenSSL call failed is freed, not pooled.
     private func withDERSignature<R>(
@@ -86,8 +93,7 @@ final class PKeyHandle: @unchecked Sendable {
         let result: R? = withUnsafeMutableBytes(of: &digest) { digestBuf in
             withUnsafeMutableBytes(of: &der) { derBuf in
                 let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                let input = message.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                guard CCrypto.SHA256(input, message.count, d) != nil else { return nil }
+                guard FetchedSHA256.shared.digest(message, into: d, context: slot.hash) else { return nil }
                 var length = derBuf.count
                 let out = derBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 guard EVP_PKEY_sign(slot.ctx, out, &length, d, 32) == 1, length <= 72 else { return nil }

@@ -114,7 +114,8 @@ extension PostgresConnection {
         }
         var applied: [Int] = []
         for migration in migrations {
-            let checksum = try query("SELECT encode(sha256(convert_to(\(migration.sql), 'UTF8')), 'hex')")
+            let checksum =
+                try query("SELECT encode(sha256(convert_to(\(migration.sql), 'UTF8')), 'hex')")
                 .scalar(String.self) ?? ""
             if let existing = appliedChecksums[migration.version] {
                 guard existing == checksum else {

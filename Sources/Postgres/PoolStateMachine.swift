@@ -120,7 +120,8 @@ struct PoolStateMachine: Sendable {
 
     /// The waiting task was cancelled.
     mutating func waiterCancelled(_ waiter: WaiterID) -> [Action] {
-        waiterTimedOut(waiter, error: PostgresError(kind: .cancelled, message: "waiting for a connection was cancelled"))
+        waiterTimedOut(
+            waiter, error: PostgresError(kind: .cancelled, message: "waiting for a connection was cancelled"))
     }
 
     /// Shut down: close idle connections, fail all waiters; leased ones close on release.

@@ -1,6 +1,6 @@
-import Foundation
 import CLibPQ
 import Dispatch
+import Foundation
 
 /// How to reach the server: a libpq conninfo (`host=/sock user=postgres dbname=app`) or URI (`postgresql://…`).
 ///
@@ -60,7 +60,9 @@ public struct PostgresConfiguration: Sendable, Hashable {
     /// The same server with another database name (tests, admin tasks).
     public func with(database: String) throws -> PostgresConfiguration {
         var copy = self
-        let quoted = "'" + database.replacingOccurrences(of: "\\", with: "\\\\")
+        let quoted =
+            "'"
+            + database.replacingOccurrences(of: "\\", with: "\\\\")
             .replacingOccurrences(of: "'", with: "\\'") + "'"
         if conninfo.hasPrefix("postgres://") || conninfo.hasPrefix("postgresql://") {
             // Rebuild as keyword/value to replace dbname safely.
@@ -82,10 +84,16 @@ public struct PostgresConfiguration: Sendable, Hashable {
 /// cooperative pool). `DispatchSerialQueue` does not exist on Linux; this is the small replacement.
 final class PostgresQueueExecutor: SerialExecutor {
     let queue: DispatchQueue
+    /// Marks the queue so code can check it runs there (`isCurrent`).
+    static let key = DispatchSpecificKey<ObjectIdentifier>()
 
     init(label: String) {
         queue = DispatchQueue(label: label)
+        queue.setSpecific(key: Self.key, value: ObjectIdentifier(self))
     }
+
+    /// True when called from this executor's queue.
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self) }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

@@ -94,6 +94,10 @@ public actor PostgresConnection {
     /// The server process id (`PQbackendPID`), 0 when closed.
     public var backendPID: Int32 { handle.map { PQbackendPID($0) } ?? 0 }
 
+    /// True when the caller runs on this connection's own queue (always, for the actor's methods): blocking
+    /// libpq calls never run on Swift's cooperative pool.
+    public var isOnDedicatedQueue: Bool { executor.isCurrent }
+
     /// Number of cached prepared statements.
     public var preparedStatementCount: Int { preparedStatements.count }
 
@@ -108,7 +112,15 @@ public actor PostgresConnection {
             let result = Self.withParams(query.binds) { n, _, values, lengths, formats in
                 PQexecPrepared(conn, name, n, values, lengths, formats, 0)
             }
-            return try consume(result, query: query)
+            do {
+                return try consume(result, query: query)
+            } catch let error as PostgresError where error.sqlState == "26000" {
+                // The statement vanished (DEALLOCATE ALL, DISCARD ALL): forget it. Outside a transaction nothing
+                // ran, so prepare again and retry once; inside one the transaction is aborted anyway.
+                preparedStatements = preparedStatements.filter { $0.value != name }
+                guard PQtransactionStatus(conn) == PQTRANS_IDLE else { throw error }
+                return try self.query(query, prepared: true)
+            }
         }
         let result = Self.withParams(query.binds) { n, types, values, lengths, formats in
             PQexecParams(conn, query.sql, n, types, values, lengths, formats, 0)
@@ -171,10 +183,14 @@ public actor PostgresConnection {
     /// or closed it, e.g. after a restart), consume the input; returns whether the connection is still OK.
     func probe() -> Bool {
         guard let conn = handle, PQstatus(conn) == CONNECTION_OK else { return false }
-        var pfd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
-        if poll(&pfd, 1, 0) > 0 {
+        // A server shutting down sends an error (which libpq hands to the notice processor while idle) and then
+        // closes the socket: keep reading while there is input, so the EOF is seen too.
+        for _ in 0..<8 {
+            var pfd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 0) > 0 else { break }
             if PQconsumeInput(conn) == 0 { return false }
             while let notify = PQnotifies(conn) { PQfreemem(notify) }
+            if PQstatus(conn) != CONNECTION_OK { return false }
         }
         return PQstatus(conn) == CONNECTION_OK
     }

@@ -322,8 +322,8 @@ extension Data: PostgresEncodable, PostgresDecodable {
     public static func decode(from cell: PostgresCell) throws -> Data { Data(try decodeBytea(cell)) }
 }
 
-/// Raw bytes for `bytea` (`[UInt8]` is already taken by arrays of… nothing: `UInt8` is not an array element type,
-/// so `[UInt8]` means bytea).
+/// Arrays: `[String]`, `[Int64]`, `[Int32]`, `[Int]`, `[UUID]`, `[Bool]` (and `[T?]` for NULL elements) are
+/// PostgreSQL arrays; `[UInt8]` is `bytea` (raw bytes, sent in binary format).
 extension Array: PostgresEncodable, PostgresDecodable where Element: PostgresArrayElement {
     public static var postgresType: PostgresDataType { Element.postgresArrayType }
     public func postgresBind() -> PostgresBind { Element.postgresArrayBind(self) }

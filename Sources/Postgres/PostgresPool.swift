@@ -114,16 +114,9 @@ public final class PostgresPool: Sendable {
         maxAttempts: Int = 5,
         _ body: @Sendable (PostgresTransaction) async throws -> T
     ) async throws -> T {
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                return try await withConnection { connection in
-                    try await connection.runTransaction(isolation: isolation, body)
-                }
-            } catch let error as PostgresError where error.isSerializationFailure && attempt < maxAttempts {
-                let jitterMillis = Int.random(in: 1...10) * attempt
-                try await Task.sleep(for: .milliseconds(jitterMillis))
+        try await retryingSerializationFailures(maxAttempts: maxAttempts) {
+            try await withConnection { connection in
+                try await connection.runTransaction(isolation: isolation, body)
             }
         }
     }
@@ -212,12 +205,15 @@ public final class PostgresPool: Sendable {
         for action in actions {
             switch action {
             case .lease(let id, let waiterID):
-                let (waiter, connection) = state.withLock { s in (s.waiters.removeValue(forKey: waiterID), s.connections[id]) }
+                let (waiter, connection) = state.withLock { s in
+                    (s.waiters.removeValue(forKey: waiterID), s.connections[id])
+                }
                 waiter?.timeout?.cancel()
                 if let connection {
                     waiter?.continuation.resume(returning: (id, connection))
                 } else {
-                    waiter?.continuation.resume(throwing: PostgresError(kind: .protocolViolation, message: "pool lost a connection"))
+                    waiter?.continuation.resume(
+                        throwing: PostgresError(kind: .protocolViolation, message: "pool lost a connection"))
                 }
             case .failWaiter(let waiterID, let error):
                 let waiter = state.withLock { $0.waiters.removeValue(forKey: waiterID) }
@@ -265,7 +261,35 @@ public struct PostgresTransaction: Sendable {
     }
 }
 
+/// Runs `attempt` until it succeeds, fails with something other than 40001/40P01, or `maxAttempts` ran; sleeps a
+/// small jittered backoff (1-10 ms times the attempt number) in between.
+func retryingSerializationFailures<T: Sendable>(
+    isolation: isolated (any Actor)? = #isolation, maxAttempts: Int, _ attempt: () async throws -> T
+) async throws -> T {
+    var attempts = 0
+    while true {
+        attempts += 1
+        do {
+            return try await attempt()
+        } catch let error as PostgresError where error.isSerializationFailure && attempts < maxAttempts {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 1...10) * attempts))
+        }
+    }
+}
+
 extension PostgresConnection {
+    /// Runs `body` in a transaction on this connection, with the same semantics as
+    /// `PostgresPool.withTransaction` (rollback on error, retry of serialization failures and deadlocks).
+    public func withTransaction<T: Sendable>(
+        isolation: PostgresIsolationLevel = .readCommitted,
+        maxAttempts: Int = 5,
+        _ body: @Sendable (PostgresTransaction) async throws -> T
+    ) async throws -> T {
+        try await retryingSerializationFailures(maxAttempts: maxAttempts) {
+            try await runTransaction(isolation: isolation, body)
+        }
+    }
+
     /// One attempt of a transaction (BEGIN, body, COMMIT; ROLLBACK on error).
     func runTransaction<T: Sendable>(
         isolation: PostgresIsolationLevel, _ body: @Sendable (PostgresTransaction) async throws -> T
@@ -298,7 +322,9 @@ extension PostgresConnection {
     }
 
     /// `ensureAlive` + query + reuse check in one hop onto the connection's queue.
-    func pooledQuery(_ q: PostgresQuery, prepared: Bool) -> (result: Result<PostgresRows, PostgresError>, reusable: Bool) {
+    func pooledQuery(_ q: PostgresQuery, prepared: Bool) -> (
+        result: Result<PostgresRows, PostgresError>, reusable: Bool
+    ) {
         do {
             try ensureAlive()
         } catch {

@@ -229,7 +229,9 @@ enum PostgresTimestamp {
 /// `Date` ⇄ `timestamptz` (encoded as ISO 8601 UTC with microseconds; `timestamp` columns decode as UTC).
 extension Date: PostgresEncodable, PostgresDecodable {
     public static var postgresType: PostgresDataType { .timestamptz }
-    public func postgresBind() -> PostgresBind { PostgresBind(type: .timestamptz, text: PostgresTimestamp.format(self)) }
+    public func postgresBind() -> PostgresBind {
+        PostgresBind(type: .timestamptz, text: PostgresTimestamp.format(self))
+    }
     public static func decode(from cell: PostgresCell) throws -> Date {
         try cell.expect([.timestamptz, .timestamp], as: Date.self)
         guard let bytes = cell.bytes, let date = PostgresTimestamp.parse(bytes) else {

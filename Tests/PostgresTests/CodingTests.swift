@@ -93,8 +93,9 @@ struct CodingTests {
     }
 
     @Test func timestampFormatting() {
-        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 1_709_294_400.123456))
-            == "2024-03-01T12:00:00.123456Z")
+        #expect(
+            PostgresTimestamp.format(Date(timeIntervalSince1970: 1_709_294_400.123456))
+                == "2024-03-01T12:00:00.123456Z")
         #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -0.000001)) == "1969-12-31T23:59:59.999999Z")
         #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000000Z")
     }
@@ -179,10 +180,11 @@ struct CodingTests {
         try "CREATE TABLE a();".write(to: dir.appendingPathComponent("0001_a.sql"), atomically: true, encoding: .utf8)
         try "notes".write(to: dir.appendingPathComponent("README.md"), atomically: true, encoding: .utf8)
         let loaded = try Migration.load(directory: dir)
-        #expect(loaded == [
-            Migration(version: 1, name: "a", sql: "CREATE TABLE a();"),
-            Migration(version: 2, name: "b", sql: "CREATE TABLE b();"),
-        ])
+        #expect(
+            loaded == [
+                Migration(version: 1, name: "a", sql: "CREATE TABLE a();"),
+                Migration(version: 2, name: "b", sql: "CREATE TABLE b();"),
+            ])
         try "x".write(to: dir.appendingPathComponent("002_dup.sql"), atomically: true, encoding: .utf8)
         let dup = #expect(throws: PostgresError.self) { try Migration.load(directory: dir) }
         #expect(dup?.kind == .invalidMigration)

@@ -15,9 +15,10 @@ extension PostgresIntegrationTests {
                 #expect(cast?.kind == .server)
                 #expect(cast?.sqlState == "22P02")
                 #expect(cast?.isRetryable == false)
-                for text in [cast.map { String(describing: $0) }, cast.map { String(reflecting: $0) },
-                    cast.map { "\($0.localizedDescription)" }]
-                {
+                for text in [
+                    cast.map { String(describing: $0) }, cast.map { String(reflecting: $0) },
+                    cast.map { "\($0.localizedDescription)" },
+                ] {
                     #expect(text?.contains(Self.secret) == false)
                     #expect(text?.contains("TOP-SECRET") == false)
                 }

@@ -67,7 +67,9 @@ extension PostgresIntegrationTests {
                 let error = await expectPostgresError {
                     try await pool.withTransaction { tx in
                         try await tx.query("INSERT INTO p VALUES (\(10))")
-                        let results = try await tx.pipeline(["INSERT INTO p VALUES (\(11))", "INSERT INTO p VALUES (\(1))"])
+                        let results = try await tx.pipeline([
+                            "INSERT INTO p VALUES (\(11))", "INSERT INTO p VALUES (\(1))",
+                        ])
                         for r in results { _ = try r.get() }
                     }
                 }

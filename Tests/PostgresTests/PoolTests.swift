@@ -38,7 +38,8 @@ extension PostgresIntegrationTests {
                     SELECT current_setting('TimeZone'), current_setting('DateStyle'),
                            current_setting('extra_float_digits'), current_setting('client_encoding')
                     """)
-                let (tz, style, digits, encoding) = try settings[0].decode(String.self, String.self, String.self, String.self)
+                let (tz, style, digits, encoding) = try settings[0].decode(
+                    String.self, String.self, String.self, String.self)
                 #expect([tz, style, digits, encoding] == ["UTC", "ISO, MDY", "3", "UTF8"])
                 // Concurrent work opens more, never beyond max.
                 try await withThrowingTaskGroup(of: Void.self) { group in
@@ -126,6 +127,17 @@ extension PostgresIntegrationTests {
                 #expect(await connection.preparedStatementCount == 0)
                 #expect(try await connection.query("SELECT \(41) + 1", prepared: true).scalar(Int.self) == 42)
                 #expect(await connection.preparedStatementCount == 1)
+                // DEALLOCATE behind the cache's back: outside a transaction the statement is re-prepared.
+                try await connection.query("DEALLOCATE ALL")
+                #expect(try await connection.query("SELECT \(1) + 1", prepared: true).scalar(Int.self) == 2)
+                // Inside a transaction the failure surfaces (the transaction is aborted), then it re-prepares.
+                try await connection.query("BEGIN")
+                try await connection.query("DEALLOCATE ALL")
+                let gone = await expectPostgresError { try await connection.query("SELECT \(1) + 1", prepared: true) }
+                #expect(gone?.sqlState == "26000")
+                try await connection.query("ROLLBACK")
+                #expect(try await connection.query("SELECT \(2) + 1", prepared: true).scalar(Int.self) == 3)
+                #expect(await connection.isOnDedicatedQueue)
                 await connection.close()
             }
         }

@@ -57,12 +57,14 @@ struct PostgresTestDatabase {
         let script = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("ops/pg")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script.path, "restart", dir]
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
+        // Not Foundation.Process: on Linux it notices the child's exit through an inherited descriptor, which the
+        // daemonised server keeps open, so it would wait forever. system(3) on a dedicated thread waits for the
+        // script only. The server must not inherit the runner's stdout/stderr either.
+        func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let command = "/bin/bash \(quoted(script.path)) restart \(quoted(dir)) </dev/null >/dev/null 2>&1"
+        let status: Int32 = await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: system(command)) }
+            thread.start()
         }
         #expect(status == 0, "ops/pg restart failed with status \(status)")
     }

@@ -95,7 +95,8 @@ extension PostgresIntegrationTests {
                 let writeSkew: @Sendable (Int, Int) async throws -> Int64 = { reads, writes in
                     try await pool.withTransaction(isolation: .serializable) { tx in
                         runs.add(1, ordering: .relaxed)
-                        let seen = try await tx.query("SELECT count(*) FROM items WHERE k = \(reads)")
+                        let seen =
+                            try await tx.query("SELECT count(*) FROM items WHERE k = \(reads)")
                             .scalar(Int64.self) ?? -1
                         await rendezvous.arrive()
                         try await tx.query("INSERT INTO items VALUES (\(writes), \(seen))")
@@ -133,6 +134,86 @@ extension PostgresIntegrationTests {
                 #expect(error?.isRetryable == true)
                 #expect(runs.load(ordering: .relaxed) == 3)
             }
+        }
+    }
+}
+
+/// A repository-shaped call site: an actor using the pool from its own isolation domain.
+actor CounterRepository {
+    let pool: PostgresPool
+    let tenant: String
+    private(set) var lastValue: Int64 = 0
+
+    init(pool: PostgresPool, tenant: String) {
+        self.pool = pool
+        self.tenant = tenant
+    }
+
+    func increment(by amount: Int64) async throws -> Int64 {
+        let tenant = self.tenant
+        let value = try await pool.withTransaction(isolation: .repeatableRead, maxAttempts: 30) { tx in
+            try await tx.query(
+                """
+                INSERT INTO counters (tenant, n) VALUES (\(tenant), \(amount))
+                ON CONFLICT (tenant) DO UPDATE SET n = counters.n + EXCLUDED.n
+                """)
+            return try await tx.query("SELECT n FROM counters WHERE tenant = \(tenant)").scalar(Int64.self) ?? 0
+        }
+        lastValue = value
+        return value
+    }
+}
+
+extension PostgresIntegrationTests.TransactionTests {
+    @Test func actorCallSiteAndConnectionLevelTransactions() async throws {
+        try await PostgresTestDatabase.with { config in
+            let pool = PostgresPool(configuration: config, maxConnections: 4)
+            try await pool.query("CREATE TABLE counters (tenant text PRIMARY KEY, n bigint NOT NULL)")
+            let repository = CounterRepository(pool: pool, tenant: "t-1")
+            // Concurrent increments under REPEATABLE READ conflict (40001) and are retried until all apply.
+            try await withThrowingTaskGroup(of: Int64.self) { group in
+                for _ in 0..<8 { group.addTask { try await repository.increment(by: 1) } }
+                try await group.waitForAll()
+            }
+            #expect(try await pool.query("SELECT n FROM counters").scalar(Int64.self) == 8)
+            #expect(await repository.lastValue >= 1)
+
+            let connection = try await PostgresConnection.connect(configuration: config)
+            let n = try await connection.withTransaction { tx in
+                try await tx.query("UPDATE counters SET n = n * 2")
+                return try await tx.query("SELECT n FROM counters").scalar(Int64.self)
+            }
+            #expect(n == 16)
+            await #expect(throws: Boom.self) {
+                try await connection.withTransaction { tx in
+                    try await tx.query("UPDATE counters SET n = 0")
+                    throw Boom()
+                }
+            }
+            #expect(try await connection.query("SELECT n FROM counters").scalar(Int64.self) == 16)
+            await connection.close()
+            await pool.close()
+        }
+    }
+}
+
+extension PostgresIntegrationTests.PoolTests {
+    @Test func cancellingAWaiterFailsItWithCancelled() async throws {
+        try await PostgresTestDatabase.with { config in
+            let pool = PostgresPool(configuration: config, maxConnections: 1, acquireTimeout: .seconds(30))
+            let gate = Gate()
+            let holder = Task { try await pool.withConnection { _ in await gate.wait() } }
+            #expect(await eventually { pool.stats().inUse == 1 })
+            let waiter = Task { try await pool.query("SELECT 1") }
+            #expect(await eventually { pool.stats().waiters == 1 })
+            waiter.cancel()
+            let error = await expectPostgresError { _ = try await waiter.value }
+            #expect(error?.kind == .cancelled)
+            #expect(pool.stats().waiters == 0)
+            await gate.release()
+            try await holder.value
+            #expect(try await pool.query("SELECT 1").scalar(Int.self) == 1)
+            await pool.close()
         }
     }
 }

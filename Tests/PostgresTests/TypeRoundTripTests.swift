@@ -47,7 +47,10 @@ extension PostgresIntegrationTests {
                 #expect(try row.decode(Date.self, named: "ts") == date)
                 #expect(try row.decode([UInt8].self, named: "by") == bytes)
                 #expect(try row.decode(Data.self, named: "by") == Data(bytes))
-                #expect(try row.decode(PostgresJSON.self, named: "j").decode([String: String].self) == ["k": "v ü", "n": "1"])
+                #expect(
+                    try row.decode(PostgresJSON.self, named: "j").decode([String: String].self) == [
+                        "k": "v ü", "n": "1",
+                    ])
                 // The bind is jsonb (normalised spacing), then stored as json text.
                 #expect(try row.decode(PostgresJSON.self, named: "js").text == #"{"k": "v ü", "n": "1"}"#)
                 #expect(try row.decode([String].self, named: "arr") == array)
