@@ -41,6 +41,7 @@ extension StoreError {
 }
 
 /// Runs `body`, turning whatever it throws into a `StoreError`.
+@discardableResult
 func storeCall<T>(_ body: () async throws -> T) async throws(StoreError) -> T {
     do {
         return try await body()

@@ -205,6 +205,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     let gracePeriod = Duration.milliseconds(Int(grace * 1000))
     let stopped = Task {
         let signal = await signals.next()
+        guard !Task.isCancelled else { return }
         logger.info("signal received; shutting down", ["signal": String(signal)])
         await service.shutdown(gracePeriod: gracePeriod)
     }
@@ -223,7 +224,10 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
 }
 
 /// Delivers the first of several signals to async code (the default handlers are turned off).
-final class SignalWatcher: Sendable {
+///
+/// `@unchecked Sendable`: the dispatch sources (OS signal handles) are created and resumed in `init` and never
+/// touched again; they are stored only to keep them alive. The stream is Sendable.
+final class SignalWatcher: @unchecked Sendable {
     private let stream: AsyncStream<Int32>
     private let sources: [DispatchSourceSignal]
 

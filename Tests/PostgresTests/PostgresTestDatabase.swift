@@ -12,17 +12,22 @@ struct PostgresTestDatabase {
         }
     }
 
-    /// The server's admin configuration (usually dbname=postgres).
-    static func serverConfiguration() throws -> PostgresConfiguration {
-        guard let url = ProcessInfo.processInfo.environment["OFFERGATE_TEST_DATABASE_URL"], !url.isEmpty else {
-            throw MissingEnvironment(variable: "OFFERGATE_TEST_DATABASE_URL")
+    /// The server's admin configuration (usually dbname=postgres). `restartable` picks the second server that
+    /// `ops/test` starts for tests that restart PostgreSQL (OFFERGATE_TEST_RESTART_DATABASE_URL, in
+    /// OFFERGATE_TEST_PG_DIR), so restarts never disturb tests running beside them.
+    static func serverConfiguration(restartable: Bool = false) throws -> PostgresConfiguration {
+        let variable = restartable ? "OFFERGATE_TEST_RESTART_DATABASE_URL" : "OFFERGATE_TEST_DATABASE_URL"
+        guard let url = ProcessInfo.processInfo.environment[variable], !url.isEmpty else {
+            throw MissingEnvironment(variable: variable)
         }
         return try PostgresConfiguration(conninfo: url, applicationName: "offergate-tests")
     }
 
     /// Creates `og_test_<random>`, runs `body` with its configuration, drops it (also when `body` throws).
-    static func with<T>(_ body: (PostgresConfiguration) async throws -> T) async throws -> T {
-        let server = try serverConfiguration()
+    static func with<T>(restartable: Bool = false, _ body: (PostgresConfiguration) async throws -> T) async throws
+        -> T
+    {
+        let server = try serverConfiguration(restartable: restartable)
         let name = "og_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let admin = try await PostgresConnection.connect(configuration: server)
         try await admin.simpleQuery(unsafeSQL: "CREATE DATABASE \(name)")

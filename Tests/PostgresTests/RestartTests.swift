@@ -20,7 +20,7 @@ extension PostgresIntegrationTests {
     @Suite("Server restarts and LISTEN/NOTIFY")
     struct RestartTests {
         @Test func poolRecoversAfterServerRestart() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await PostgresTestDatabase.with(restartable: true) { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 2, acquireTimeout: .seconds(10))
                 try await pool.query("CREATE TABLE t (n int)")
                 let pidBefore = try await pool.query("SELECT pg_backend_pid()").scalar(Int32.self)
@@ -59,7 +59,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func listenerDeliversNotificationsAndRelistensAfterRestart() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await PostgresTestDatabase.with(restartable: true) { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 let listener = try await PostgresListener.start(
                     configuration: config, channels: ["catalog", "Mixed Case \"chan\""],

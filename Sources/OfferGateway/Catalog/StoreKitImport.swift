@@ -120,8 +120,8 @@ struct StoreKitImport {
                 let id: String
                 if let offerID = item["offerID"] {
                     id = try string(offerID, offerPath + ".offerID")
-                } else if let internal = item["internalID"]?.stringValue, type != .promotional {
-                    id = internal
+                } else if let internalID = item["internalID"]?.stringValue, type != .promotional {
+                    id = internalID
                 } else {
                     throw fail(offerPath + ".offerID", "an offer needs its offerID")
                 }

@@ -145,7 +145,7 @@ enum OfferMethods {
             let result: JSONValue
             let format: IssuedSignature.Format
             if params.format == "v1" {
-                let timestamp = OfferSigner.milliseconds(at)
+                let timestamp = Int64((at.timeIntervalSince1970 * 1000).rounded(.down))
                 let signature = try offerSigner.signV1(
                     productId: product.id, offerId: offer.id, appAccountToken: appAccountToken, nonce: nonce,
                     timestamp: timestamp)

@@ -138,7 +138,7 @@ CREATE TABLE subscription_transactions (
     tenant_id                 uuid        NOT NULL,
     transaction_id            text        NOT NULL CHECK (length(transaction_id) BETWEEN 1 AND 100),
     original_transaction_id   text        CHECK (original_transaction_id IS NULL OR length(original_transaction_id) <= 100),
-    customer_id               text        NOT NULL CHECK (length(customer_id) BETWEEN 1 AND 200),
+    customer_id               text        NOT NULL CHECK (octet_length(customer_id) BETWEEN 1 AND 256),
     product_id                text        NOT NULL,
     purchase_date             timestamptz NOT NULL,
     expires_date              timestamptz NOT NULL,

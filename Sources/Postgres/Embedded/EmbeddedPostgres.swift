@@ -136,35 +136,48 @@ public struct EmbeddedPostgres: Sendable {
         }
     }
 
+    /// Runs a server tool and waits for it. Uses `posix_spawn` + `waitpid` with output to a file rather than
+    /// Foundation's `Process` and a pipe: `pg_ctl start` leaves the postmaster running with inherited descriptors,
+    /// which makes pipe- or descriptor-based exit detection wait for the server instead of the tool.
     @discardableResult
     private func run(_ tool: String, _ arguments: [String], step: String) throws(EmbeddedPostgresError) -> String {
-        let process = Process()
         let executable = binDirectory.appendingPathComponent(tool).path
+        var argv: [String]
         if let user = runAsUser {
-            process.executableURL = URL(fileURLWithPath: "/sbin/runuser")
-            if !FileManager.default.isExecutableFile(atPath: "/sbin/runuser") {
-                process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            }
-            process.arguments = ["-u", user, "--", executable] + arguments
+            let runuser = FileManager.default.isExecutableFile(atPath: "/sbin/runuser") ? "/sbin/runuser" : "/usr/sbin/runuser"
+            argv = [runuser, "-u", user, "--", executable] + arguments
         } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
+            argv = [executable] + arguments
         }
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            throw .commandFailed(step: step, status: -1, output: "\(error)")
+        let outputPath = baseDirectory.appendingPathComponent(".\(tool).\(getpid()).out").path
+        defer { unlink(outputPath) }
+        let outputFD = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard outputFD >= 0 else {
+            throw .filesystem(path: outputPath, message: String(cString: strerror(errno)))
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw .commandFailed(step: step, status: process.terminationStatus, output: text)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, outputFD, 1)
+        posix_spawn_file_actions_adddup2(&actions, outputFD, 2)
+        var cArgs = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArgs { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, &cArgs, environ)
+        close(outputFD)
+        guard spawned == 0 else {
+            throw .commandFailed(step: step, status: -1, output: String(cString: strerror(spawned)))
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw .commandFailed(step: step, status: -1, output: "waitpid failed") }
+        }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        // WIFEXITED / WEXITSTATUS are macros: decode the wait status by hand.
+        let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        guard exitStatus == 0 else {
+            throw .commandFailed(step: step, status: exitStatus, output: text)
         }
         return text
     }
