@@ -33,7 +33,7 @@ let package = Package(
             name: "OfferGateway",
             dependencies: ["OfferDomain", "OfferCrypto", "Postgres", "OfferStore", "JSONRPC"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC"]),
+        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(name: "offergate", dependencies: ["OfferGateway", "CLIKit"]),
@@ -51,6 +51,8 @@ let package = Package(
         .testTarget(name: "OfferGatewayTests", dependencies: ["OfferGateway", "JSONRPC"]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
         .testTarget(name: "OfferLoadKitTests", dependencies: ["OfferLoadKit"]),
+        // Runs the built offerctl against a real gateway (black-box, like an operator would).
+        .testTarget(name: "OfferCtlTests", dependencies: ["JSONRPC", "Postgres"]),
     ],
     swiftLanguageModes: [.v6]
 )
