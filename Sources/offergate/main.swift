@@ -31,7 +31,8 @@ let serveSpec = CommandSpec(
         --shutdown-grace) and exit 0. The schema is migrated at start unless --no-migrate is given.
         Secrets come from the environment or files, never from flags: OFFERGATE_ADMIN_KEY (the operators' API key)
         and OFFERGATE_MASTER_KEY (32 bytes, base64: seals tenants' signing keys). In embedded mode both are created
-        once under the data directory (admin.key, master.key, mode 0600) when not given.
+        once under the data directory (admin.key, master.key, mode 0600) when not given; with --database-url and no
+        master key, master.key under the default data directory is used (with a warning).
         """,
     options: databaseOptions + [
         .flag("stdio", "Serve JSON-RPC on stdin/stdout."),
@@ -168,7 +169,23 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
 
     // Keys: environment first, then files; embedded mode creates them beside its data.
     let environment = ProcessInfo.processInfo.environment
-    let masterKeyFile = command.value("master-key-file") ?? base?.appendingPathComponent("master.key").path
+    var masterKeyFile = command.value("master-key-file")
+    if masterKeyFile == nil && (environment[MasterKey.environmentVariable] ?? "").isEmpty {
+        // No key given: keep one beside the (embedded or default) data directory. With an external database this
+        // only suits a single host, so say so: every gateway sharing a database must share the master key.
+        let directory = base ?? EmbeddedPostgres.defaultBaseDirectory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        masterKeyFile = directory.appendingPathComponent("master.key").path
+        if base == nil {
+            logger.warning(
+                "no OFFERGATE_MASTER_KEY: sealing signing keys with the key file \(masterKeyFile ?? ""); "
+                    + "set OFFERGATE_MASTER_KEY in production (all gateways sharing a database need the same key)")
+        }
+    }
+    if let masterKeyFile {
+        try FileManager.default.createDirectory(
+            at: URL(fileURLWithPath: masterKeyFile).deletingLastPathComponent(), withIntermediateDirectories: true)
+    }
     guard let keyring = try MasterKeyring.load(environment: environment, keyFile: masterKeyFile) else {
         throw Failure("no master key: set OFFERGATE_MASTER_KEY (32 random bytes, base64) or pass --master-key-file")
     }

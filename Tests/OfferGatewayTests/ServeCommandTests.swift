@@ -107,12 +107,21 @@ struct ServeCommandTests {
         #expect(!outcome.stderr.contains("admin key (embedded mode)"))
     }
 
-    @Test func withoutAMasterKeyAnExternalDatabaseRefusesToStart() throws {
+    @Test func withoutAMasterKeyAnExternalDatabaseUsesAKeyFileAndWarns() throws {
         let url = try #require(ProcessInfo.processInfo.environment["OFFERGATE_TEST_DATABASE_URL"])
-        let outcome = try Self.run(["serve", "--stdio"], input: Self.health, environment: ["DATABASE_URL": url])
-        #expect(outcome.status == 1)
-        #expect(outcome.stderr.contains("OFFERGATE_MASTER_KEY"))
-        #expect(outcome.stdout.isEmpty)
+        let home = "/tmp/og-home-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let outcome = try Self.run(
+            ["serve", "--stdio", "--master-key-file", "\(home)/master.key"], input: Self.health,
+            environment: ["DATABASE_URL": url])
+        #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: "\(home)/master.key")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(outcome.stderr.contains("no OFFERGATE_ADMIN_KEY"))
+        // The master key never reaches the log.
+        let key = try String(contentsOfFile: "\(home)/master.key", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(!outcome.stderr.contains(key))
     }
 
     @Test(arguments: [
