@@ -4,49 +4,127 @@ import OfferDomain
 import OfferStore
 import Synchronization
 
-/// A per-tenant cache with invalidation that cannot lose a race: a value loaded while an invalidation happened is
-/// returned to its caller but not kept, so the next caller loads afresh.
-final class TenantCache<Value: Sendable>: Sendable {
+/// A cache with invalidation that cannot lose a race: a value loaded while an invalidation of its key (or of
+/// everything) happened is returned to its caller but not kept, so the next caller loads afresh. With a capacity,
+/// the oldest entries are dropped first once it is reached.
+final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private struct Loading {
+        var count: Int
+        var generation: UInt64
+    }
+
     private struct State {
-        var values: [UUID: Value] = [:]
-        var generations: [UUID: UInt64] = [:]
+        var values: [Key: Value] = [:]
+        /// Loads in flight per key, and how often the key was invalidated meanwhile (only while loads run, so
+        /// invalidating keys nobody holds costs nothing).
+        var loading: [Key: Loading] = [:]
         var epoch: UInt64 = 0
+        /// Insertion order, for eviction when a capacity is set (may hold keys already gone).
+        var order: [Key] = []
+        var orderStart = 0
     }
 
     private let state = Mutex(State())
+    private let capacity: Int?
 
-    func value(for tenant: UUID, load: () async throws -> Value) async throws -> Value {
-        let ticket: (UInt64, UInt64)? = state.withLock { s in
-            s.values[tenant] == nil ? (s.epoch, s.generations[tenant] ?? 0) : nil
+    init(capacity: Int? = nil) {
+        self.capacity = capacity
+    }
+
+    func value(for key: Key, load: () async throws -> Value) async throws -> Value {
+        let (cached, epoch, generation): (Value?, UInt64, UInt64) = state.withLock { s in
+            if let cached = s.values[key] { return (cached, 0, 0) }
+            var loading = s.loading[key] ?? Loading(count: 0, generation: 0)
+            loading.count += 1
+            s.loading[key] = loading
+            return (nil, s.epoch, loading.generation)
         }
-        guard let (epoch, generation) = ticket else {
-            if let cached = state.withLock({ $0.values[tenant] }) { return cached }
-            return try await value(for: tenant, load: load)
+        if let cached { return cached }
+        let loaded: Value
+        do {
+            loaded = try await load()
+        } catch {
+            state.withLock { s in Self.finishLoad(&s, key) }
+            throw error
         }
-        let loaded = try await load()
         state.withLock { s in
-            if s.epoch == epoch && (s.generations[tenant] ?? 0) == generation {
-                s.values[tenant] = loaded
-            }
+            let fresh = s.epoch == epoch && s.loading[key]?.generation == generation
+            Self.finishLoad(&s, key)
+            if fresh { store(&s, key, loaded) }
         }
         return loaded
     }
 
-    func invalidate(_ tenant: UUID) {
+    private static func finishLoad(_ s: inout State, _ key: Key) {
+        guard var loading = s.loading[key] else { return }
+        loading.count -= 1
+        s.loading[key] = loading.count > 0 ? loading : nil
+    }
+
+    private func store(_ s: inout State, _ key: Key, _ value: Value) {
+        guard s.values.updateValue(value, forKey: key) == nil, let capacity else { return }
+        s.order.append(key)
+        while s.values.count > capacity, s.orderStart < s.order.count {
+            s.values[s.order[s.orderStart]] = nil
+            s.orderStart += 1
+        }
+        if s.orderStart > 4_096 && s.orderStart * 2 > s.order.count {
+            s.order.removeFirst(s.orderStart)
+            s.orderStart = 0
+        }
+    }
+
+    func invalidate(_ key: Key) {
         state.withLock { s in
-            s.values[tenant] = nil
-            s.generations[tenant, default: 0] += 1
+            s.values[key] = nil
+            s.loading[key]?.generation += 1
         }
     }
 
     func invalidateAll() {
         state.withLock { s in
             s.values.removeAll()
+            s.order.removeAll()
+            s.orderStart = 0
             s.epoch += 1
         }
     }
 
     var count: Int { state.withLock { $0.values.count } }
+}
+
+/// Per-tenant caches have one entry per tenant and no capacity.
+typealias TenantCache<Value: Sendable> = KeyedCache<UUID, Value>
+
+/// A customer of a tenant.
+struct CustomerKey: Hashable, Sendable {
+    let tenant: UUID
+    let customerId: String
+}
+
+/// Customers' recorded transactions, served from memory (bounded; oldest dropped first), dropped on every change
+/// to a customer's transactions, here or in another process (NOTIFY `offergate_customer`).
+final class CustomerCache: Sendable {
+    private let repository: SubscriptionRepository
+    private let cache: KeyedCache<CustomerKey, [Transaction]>
+
+    init(repository: SubscriptionRepository, capacity: Int) {
+        self.repository = repository
+        self.cache = KeyedCache(capacity: max(capacity, 1))
+    }
+
+    func transactions(_ tenant: UUID, _ customerId: String) async throws -> [Transaction] {
+        try await cache.value(for: CustomerKey(tenant: tenant, customerId: customerId)) {
+            try await repository.transactions(tenant: tenant, customerId: customerId)
+        }
+    }
+
+    func invalidate(_ tenant: UUID, _ customerId: String) {
+        cache.invalidate(CustomerKey(tenant: tenant, customerId: customerId))
+    }
+
+    func invalidateAll() { cache.invalidateAll() }
+    var count: Int { cache.count }
 }
 
 /// Each tenant's catalog, served from memory.

@@ -11,6 +11,8 @@ public struct GatewayOptions: Sendable {
     /// Requests a second per tenant (0 = unlimited), and the burst allowed after a quiet period.
     public var rateLimit: Double = 0
     public var rateBurst: Double = 0
+    /// How many customers' transaction histories each process keeps in memory.
+    public var customerCacheSize: Int = 100_000
     /// Log every request at info level (otherwise at debug).
     public var logRequests: Bool = true
     public var version: String = OfferGateVersion.current
@@ -43,6 +45,7 @@ public final class Gateway: RPCHandler {
     let tenants: TenantDirectory
     let catalogs: CatalogCache
     let signers: SignerCache
+    let customers: CustomerCache
     public let stats = GatewayStats()
     private let methods: [String: MethodSpec]
 
@@ -56,6 +59,7 @@ public final class Gateway: RPCHandler {
         self.tenants = TenantDirectory(repository: database.tenants)
         self.catalogs = CatalogCache(repository: database.catalog)
         self.signers = SignerCache(repository: database.signingKeys, sealer: sealer)
+        self.customers = CustomerCache(repository: database.subscriptions, capacity: options.customerCacheSize)
         var table: [String: MethodSpec] = [:]
         for spec in Self.allMethods {
             table[spec.name] = spec
@@ -154,9 +158,15 @@ public final class Gateway: RPCHandler {
         signers.invalidate(tenant)
     }
 
-    /// Drops every cached catalog and key (after the notification channel was interrupted).
+    /// Drops the cached history of one customer (after subscriptions.record here or in another process).
+    public func invalidate(tenant: UUID, customerId: String) {
+        customers.invalidate(tenant, customerId)
+    }
+
+    /// Drops every cached catalog, key and history (after the notification channel was interrupted).
     public func invalidateAll() {
         catalogs.invalidateAll()
         signers.invalidateAll()
+        customers.invalidateAll()
     }
 }

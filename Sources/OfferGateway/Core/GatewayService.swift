@@ -16,6 +16,8 @@ public final class GatewayService: Sendable {
 
     /// The notification channel catalog and key changes are announced on (see migrations/0001_initial.sql).
     public static let catalogChannel = "offergate_catalog"
+    /// The channel changes to a customer's transactions are announced on (migrations/0002_customer_notify.sql).
+    public static let customerChannel = "offergate_customer"
 
     public init(
         database: OfferDatabase, sealer: KeySealer, options: GatewayOptions, rpc: RPCServerConfiguration,
@@ -36,13 +38,18 @@ public final class GatewayService: Sendable {
     /// addresses (with real ports for `tcp:…:0`).
     public func start(listen addresses: [ListenAddress]) async throws -> [ListenAddress] {
         let listener = try await PostgresListener.start(
-            configuration: database.pool.configuration, channels: [Self.catalogChannel])
+            configuration: database.pool.configuration, channels: [Self.catalogChannel, Self.customerChannel])
         self.listener.withLock { $0 = listener }
         let gateway = self.gateway
         let logger = self.logger
         Task.detached {
             for await event in listener.events {
                 switch event {
+                case .notification(let note) where note.channel == Self.customerChannel:
+                    // "<tenant uuid>:<customer id>": a UUID has no ':', the customer id may.
+                    let parts = note.payload.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+                    guard parts.count == 2, let tenant = UUID(uuidString: String(parts[0])) else { continue }
+                    gateway.invalidate(tenant: tenant, customerId: String(parts[1]))
                 case .notification(let note):
                     if let tenant = UUID(uuidString: note.payload) { gateway.invalidate(tenant: tenant) }
                 case .reconnected:

@@ -54,6 +54,8 @@ enum CustomerMethods {
                 gracePeriodExpiresDate: params.gracePeriodExpiresDate, revocationDate: params.revocationDate)
             try await ctx.gateway.database.subscriptions.record(
                 tenant: tenant.id, customerId: customerId, transaction)
+            // Other processes hear of it through NOTIFY; this one must not wait for that.
+            ctx.gateway.invalidate(tenant: tenant.id, customerId: customerId)
             return ["recorded": true, "transactionId": .string(transactionId)]
         },
         MethodSpec(name: "customers.get", access: .tenant) { ctx in
@@ -86,7 +88,7 @@ enum CustomerMethods {
         -> (Catalog, CustomerHistory)
     {
         async let catalog = ctx.gateway.catalogs.catalog(tenant.id)
-        async let transactions = ctx.gateway.database.subscriptions.transactions(tenant: tenant.id, customerId: customerId)
+        async let transactions = ctx.gateway.customers.transactions(tenant.id, customerId)
         let (loadedCatalog, loadedTransactions) = try await (catalog, transactions)
         return (loadedCatalog, CustomerHistory.derive(transactions: loadedTransactions, catalog: loadedCatalog, at: at))
     }

@@ -1,0 +1,64 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import OfferGateway
+
+@Suite struct KeyedCacheTests {
+    final class Counter: Sendable {
+        let loads = Mutex(0)
+        func next() -> Int { loads.withLock { $0 += 1; return $0 } }
+    }
+
+    @Test func aHitDoesNotLoadAndAnInvalidationLoadsAfresh() async throws {
+        let cache = KeyedCache<String, Int>()
+        let counter = Counter()
+        #expect(try await cache.value(for: "a") { counter.next() } == 1)
+        #expect(try await cache.value(for: "a") { counter.next() } == 1)
+        cache.invalidate("a")
+        #expect(try await cache.value(for: "a") { counter.next() } == 2)
+        cache.invalidateAll()
+        #expect(try await cache.value(for: "a") { counter.next() } == 3)
+    }
+
+    @Test func aValueLoadedAcrossAnInvalidationIsReturnedButNotKept() async throws {
+        let cache = KeyedCache<String, Int>()
+        // The invalidation lands while the load is in flight (e.g. a NOTIFY for a change the load may have missed).
+        let stale = try await cache.value(for: "k") {
+            cache.invalidate("k")
+            return 1
+        }
+        #expect(stale == 1)
+        #expect(cache.count == 0)
+        #expect(try await cache.value(for: "k") { 2 } == 2)
+        #expect(cache.count == 1)
+        // Likewise for invalidateAll.
+        cache.invalidate("k")
+        _ = try await cache.value(for: "k") {
+            cache.invalidateAll()
+            return 3
+        }
+        #expect(cache.count == 0)
+    }
+
+    @Test func aFailedLoadKeepsNothingAndLeavesNoBookkeepingBehind() async throws {
+        struct Boom: Error {}
+        let cache = KeyedCache<String, Int>()
+        await #expect(throws: Boom.self) { try await cache.value(for: "x") { throw Boom() } }
+        #expect(cache.count == 0)
+        #expect(try await cache.value(for: "x") { 5 } == 5)
+        #expect(cache.count == 1)
+    }
+
+    @Test func aCapacityDropsTheOldestEntriesFirst() async throws {
+        let cache = KeyedCache<Int, Int>(capacity: 3)
+        for key in 1...5 { _ = try await cache.value(for: key) { key * 10 } }
+        #expect(cache.count == 3)
+        let counter = Counter()
+        // 1 and 2 were evicted (they load again); 3, 4 and 5 are still cached.
+        #expect(try await cache.value(for: 5) { counter.next() } == 50)
+        #expect(try await cache.value(for: 3) { counter.next() } == 30)
+        #expect(try await cache.value(for: 1) { counter.next() } == 1)
+        #expect(cache.count == 3)
+    }
+}
