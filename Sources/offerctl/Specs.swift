@@ -6,16 +6,16 @@ import CLIKit
 let connectionOptions: [OptionSpec] = [
     .option(
         "connect", "ADDR",
-        "The gateway's address, unix:PATH or tcp:HOST:PORT; without it offerctl starts 'offergate serve --stdio'.",
+        "The gateway: unix:PATH or tcp:HOST:PORT (else offerctl starts offergate --stdio).",
         environment: "OFFERGATE_CONNECT"),
     .option(
-        "database-url", "URL", "Without --connect: the database the started gateway uses (else embedded).",
+        "database-url", "URL", "For the gateway offerctl starts: its database (else embedded).",
         environment: "DATABASE_URL"),
     .option(
-        "data-dir", "DIR", "Without --connect: the embedded cluster's directory of the started gateway.",
+        "data-dir", "DIR", "For the gateway offerctl starts: the embedded cluster's directory.",
         environment: "OFFERGATE_DATA_DIR"),
     .option("admin-key-file", "FILE", "Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY."),
-    .option("timeout", "SECONDS", "How long to wait for each answer of the gateway.", default: "60"),
+    .option("timeout", "SECONDS", "Seconds to wait for each answer of the gateway.", default: "60"),
 ]
 
 /// Verbs whose output can be JSON.
