@@ -69,9 +69,14 @@ enum CampaignCommands {
     }
 
     static let listColumns: [(key: String, header: String)] = [
-        ("campaignId", "CAMPAIGN"), ("offerId", "OFFER"), ("kind", "KIND"), ("state", "STATE"), ("active", "ACTIVE"),
-        ("totalLimit", "LIMIT"), ("perCustomerLimit", "PER CUSTOMER"), ("redeemed", "REDEEMED"),
+        ("campaignId", "CAMPAIGN"), ("offerId", "OFFER"), ("kind", "KIND"), ("code", "CODE"), ("state", "STATE"),
+        ("active", "ACTIVE"), ("totalLimit", "LIMIT"), ("perCustomerLimit", "PER CUSTOMER"), ("redeemed", "REDEEMED"),
         ("startsAt", "STARTS"), ("expiresAt", "EXPIRES"),
+    ]
+
+    /// Shown by `campaign show` besides the list's columns.
+    static let detailColumns: [(key: String, header: String)] = [
+        ("eligibility", "ELIGIBILITY"), ("deactivatedAt", "DEACTIVATED"), ("createdAt", "CREATED"),
     ]
 
     static let list: Handler = { command, link in
@@ -112,7 +117,7 @@ enum CampaignCommands {
         if command.flag("json") { return Output.json(["campaign": campaign ?? .null, "stats": stats]) }
         var lines: [(String, String)] = [("campaign", command.arguments[1]), ("tenant", command.arguments[0])]
         if let object = campaign?.objectValue {
-            for (key, header) in listColumns where key != "campaignId" && key != "redeemed" {
+            for (key, header) in listColumns + detailColumns where key != "campaignId" && key != "redeemed" {
                 guard let value = object[key] else { continue }
                 lines.append((header.lowercased(), key == "totalLimit" && value.isNull ? "unlimited" : Output.text(value)))
             }
@@ -159,7 +164,7 @@ enum CampaignCommands {
 
     /// Streams the codes as CSV page by page (campaigns.codes with `after`); never holds more than one page.
     static let export: Handler = { command, link in
-        let pageSize = try command.integer("page-size", in: 1...100_000) ?? 1000
+        let pageSize = try command.integer("page-size", in: 1...1000) ?? 1000
         var fd: Int32 = 1
         let output = command.value("output")
         if let output {

@@ -43,7 +43,7 @@ let validators: [[String]: @Sendable (ParsedCommand) throws -> Void] = [
             throw UsageError("missing --count", command: command.path)
         }
     },
-    ["campaign", "export"]: { _ = try $0.integer("page-size", in: 1...100_000) },
+    ["campaign", "export"]: { _ = try $0.integer("page-size", in: 1...1000) },
 ]
 
 /// Reads a small input file (a key, a catalog) whole; the size cap keeps a wrong path from eating memory.

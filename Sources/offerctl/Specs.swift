@@ -110,7 +110,7 @@ let campaignSpec = CommandSpec(
             "export", abstract: "Write a campaign's codes as CSV (code,state,redeemed_at), page by page.",
             options: [
                 .option("output", "FILE", "Write to FILE (created with mode 0600) instead of stdout."),
-                .option("page-size", "N", "Codes fetched per request.", default: "1000"),
+                .option("page-size", "N", "Codes fetched per request (1-1000).", default: "1000"),
             ] + connectionOptions,
             arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID.")]),
     ])
