@@ -5,6 +5,10 @@ import Foundation
 import JSONRPC
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite struct CampaignClientTests {
     static let adminKey = "fake-admin-key"
 
@@ -183,6 +187,50 @@ import Testing
                 #expect(none.stdout == "code,state,redeemed_at\n")
                 #expect(empty.requests("campaigns.codes").count == 1)
             }
+        }
+    }
+}
+
+extension CampaignClientTests {
+    /// With stderr on a terminal (a pseudo-terminal here), the gateway's progress notifications move a bar.
+    @Test func generateDrawsProgressOnATerminal() async throws {
+        try Paths.check()
+        // posix_openpt/unlockpt/ptsname are not imported by Glibc here: their ioctls on /dev/ptmx are.
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        #expect(master >= 0, "cannot open /dev/ptmx")
+        guard master >= 0 else { return }
+        defer { close(master) }
+        var unlock: CInt = 0
+        var number: CUnsignedInt = 0
+        #expect(ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0)
+        #expect(ioctl(master, 0x8004_5430 /* TIOCGPTN */, &number) == 0)
+        let slave = "/dev/pts/\(number)"
+        let fake = FakeCampaignGateway(adminKey: Self.adminKey)
+        try await fake.serve { address in
+            let dir = try Paths.scratch()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            var environment = Spawn.baseEnvironment()
+            environment["OFFERGATE_ADMIN_KEY"] = Self.adminKey
+            let pid = try Spawn.start(
+                Paths.offerctl, ["campaign", "generate", "acme", "launch", "--count", "1000", "--connect", address],
+                environment: environment, stdout: dir.appendingPathComponent("out").path, stderr: slave)
+            let status = await Spawn.wait(pid, timeout: .seconds(30))
+            #expect(status == 0)
+            // Everything the child wrote is buffered in the terminal: read it without blocking.
+            _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = read(master, &buffer, buffer.count)
+                if n <= 0 { break }
+                bytes += buffer[0..<n]
+            }
+            let drawn = String(decoding: bytes, as: UTF8.self)
+            #expect(drawn.hasPrefix("\rgenerating [..............................] 0% (0/1000)"), "\(drawn)")
+            for step in ["25% (250/1000)", "50% (500/1000)", "75% (750/1000)"] {
+                #expect(drawn.contains(step), "\(drawn)")
+            }
+            #expect(drawn.hasSuffix("\rgenerating [##############################] 100% (1000/1000)\r\n"), "\(drawn)")
         }
     }
 }
