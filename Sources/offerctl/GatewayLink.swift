@@ -59,23 +59,31 @@ final class GatewayLink: Sendable {
             let client = try await RPCClient.attach(readFD: child.stdoutFD, writeFD: child.stdinFD)
             link = GatewayLink(client: client, child: child, timeout: timeout, peer: "offergate serve --stdio")
         }
-        // Health first: it works unauthenticated, and a gateway started here is ready once it answers.
-        _ = try await link.call("system.health", [:])
+        do {
+            try await link.authenticate(command, configured: configured)
+        } catch {
+            await link.close()
+            throw error
+        }
+        return link
+    }
+
+    /// `system.health` first (it works unauthenticated, and a gateway started here is ready once it answers), then
+    /// `session.authenticate` with the admin key.
+    private func authenticate(_ command: ParsedCommand, configured: String?) async throws {
+        _ = try await call("system.health", [:])
         let key: String
         if let configured {
             key = configured
         } else if let found = AdminKey.embedded(command) {
             key = found
         } else {
-            await link.close()
             throw AdminKey.missing(command)
         }
-        let session = try await link.call("session.authenticate", ["apiKey": .string(key)])
+        let session = try await call("session.authenticate", ["apiKey": .string(key)])
         guard session["role"]?.stringValue == "admin" else {
-            await link.close()
             throw Failure("the key given is not the admin key (it authenticates a tenant); offerctl needs OFFERGATE_ADMIN_KEY")
         }
-        return link
     }
 
     /// Calls `method`; connection failures become `Failure`s that say what happened, `RPCError`s pass through.
@@ -85,6 +93,12 @@ final class GatewayLink: Sendable {
         } catch let error as JSONRPCError {
             if let child {
                 client.close()
+                if error.code == .timeout {
+                    _ = await child.wait(killAfter: .zero)
+                    throw Failure(
+                        "no answer from the gateway offerctl started to \(method) within the timeout (--timeout);"
+                            + " it was stopped")
+                }
                 let status = await child.wait(killAfter: .seconds(5))
                 throw Failure(
                     "the gateway offerctl started (offergate serve --stdio) \(status.description) before answering"
@@ -103,10 +117,13 @@ final class GatewayLink: Sendable {
             client.close()
             return
         }
+        let alreadyReported = child.hasExited
         client.finishWriting()
         let status = await child.wait(killAfter: .seconds(10))
         client.close()
-        if !status.isSuccess { Console.error("offerctl: note: the gateway it started \(status.description)") }
+        if !status.isSuccess, !alreadyReported {
+            Console.error("offerctl: note: the gateway offerctl started \(status.description)")
+        }
     }
 
     static func explain(_ error: JSONRPCError) -> String {
@@ -248,6 +265,9 @@ final class ChildProcess: Sendable {
         }
         return ChildProcess(pid: pid, stdinFD: toChild[1], stdoutFD: fromChild[0])
     }
+
+    /// Whether `wait` has seen the exit already.
+    var hasExited: Bool { status.withLock { $0 != nil } }
 
     /// Waits for the exit (on a dedicated thread: waitpid blocks); sends SIGTERM after `killAfter`, SIGKILL 5 s later.
     func wait(killAfter: Duration) async -> ExitDescription {
