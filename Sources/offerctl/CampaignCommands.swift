@@ -104,7 +104,8 @@ enum CampaignCommands {
     static let stats: Handler = { command, link in
         let result = try await link.call("campaigns.stats", statsParams(command))
         if command.flag("json") { return Output.json(result) }
-        Console.out(TextTable.keyValue(statsLines(result)))
+        let state: [(String, String)] = result["state"].map { [("state", Output.text($0))] } ?? []
+        Console.out(TextTable.keyValue(state + statsLines(result)))
     }
 
     /// The campaign's definition (from campaigns.list: the API has no single-campaign read) and its counters.

@@ -74,6 +74,7 @@ import Testing
             #expect(stats.status == 0, "\(stats)")
             #expect(
                 stats.stdout == """
+                    state            active
                     total limit      unlimited
                     redeemed         3
                     remaining        unlimited

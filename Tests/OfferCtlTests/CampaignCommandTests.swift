@@ -71,6 +71,8 @@ struct CampaignCommandTests {
 
             let off = try await gateway.ctl(["campaign", "deactivate", "acme", "launch"])
             #expect(off.status == 0, "\(off)")
+            let stopped = try await gateway.ctl(["campaign", "stats", "acme", "launch"])
+            #expect(stopped.stdout.hasPrefix("state            deactivated\n"), "\(stopped)")
             let refused = try await client.call(
                 method: "codes.validate", params: ["code": .string(rows[1][0]), "customerId": "someone"], timeout: .seconds(10))
             #expect(refused["valid"]?.boolValue == false)

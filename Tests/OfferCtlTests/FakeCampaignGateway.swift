@@ -71,7 +71,7 @@ final class FakeCampaignGateway: RPCHandler, Sendable {
             return .success(["campaigns": .array(state.withLock { $0.campaigns })])
         case "campaigns.stats":
             return .success([
-                "totalLimit": nil, "redeemed": 3, "remaining": nil, "rolledBack": 1, "codesGenerated": 5,
+                "campaignId": .string(campaignId), "state": "active", "totalLimit": nil, "redeemed": 3, "remaining": nil, "rolledBack": 1, "codesGenerated": 5,
                 "codesRedeemed": 2,
             ])
         case "campaigns.deactivate":
