@@ -57,7 +57,8 @@ public struct TextTable: Sendable, Hashable {
     /// Control characters (newlines, tabs, escapes) would break the alignment or the terminal: show them as `?`.
     static func sanitized(_ cell: String) -> String {
         guard cell.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return cell }
-        return String(String.UnicodeScalarView(cell.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+        return String(
+            String.UnicodeScalarView(cell.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }
 }
 

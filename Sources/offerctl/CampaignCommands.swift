@@ -33,7 +33,8 @@ enum CampaignCommands {
         for (option, key) in [("starts", "startsAt"), ("expires", "expiresAt")] {
             guard let text = command.value(option) else { continue }
             guard RFC3339.parse(text) != nil else {
-                throw UsageError("--\(option) takes an RFC 3339 time such as 2026-12-01T00:00:00Z", command: command.path)
+                throw UsageError(
+                    "--\(option) takes an RFC 3339 time such as 2026-12-01T00:00:00Z", command: command.path)
             }
             params[key] = .string(text)
         }
@@ -42,7 +43,8 @@ enum CampaignCommands {
                 $0.trimmingCharacters(in: .whitespaces)
             }
             guard !groups.isEmpty, groups.allSatisfy(eligibilityGroups.contains) else {
-                throw UsageError("--eligibility takes a comma-separated list of new, existing, expired", command: command.path)
+                throw UsageError(
+                    "--eligibility takes a comma-separated list of new, existing, expired", command: command.path)
             }
             params["eligibility"] = .array(groups.map { .string($0) })
         }
@@ -120,7 +122,8 @@ enum CampaignCommands {
         if let object = campaign?.objectValue {
             for (key, header) in listColumns + detailColumns where key != "campaignId" && key != "redeemed" {
                 guard let value = object[key] else { continue }
-                lines.append((header.lowercased(), key == "totalLimit" && value.isNull ? "unlimited" : Output.text(value)))
+                lines.append(
+                    (header.lowercased(), key == "totalLimit" && value.isNull ? "unlimited" : Output.text(value)))
             }
         }
         Console.out(TextTable.keyValue(lines + statsLines(stats)))
@@ -195,7 +198,9 @@ enum CampaignCommands {
             written += rows.count
             // The cursor: the gateway's `next` (null = done) when it gives one, else the last code of a full page.
             let next: String?
-            if let object = page.objectValue, let key = ["next", "nextAfter", "cursor"].first(where: { object[$0] != nil }) {
+            if let object = page.objectValue,
+                let key = ["next", "nextAfter", "cursor"].first(where: { object[$0] != nil })
+            {
                 next = object[key]?.stringValue
             } else {
                 next = rows.count >= pageSize ? (rows.last?.stringValue ?? rows.last?["code"]?.stringValue) : nil

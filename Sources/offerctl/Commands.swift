@@ -102,7 +102,9 @@ enum TenantCommands {
             Output.json(result)
         } else {
             Console.out(
-                TextTable.keyValue([("tenant", Output.text(result["tenant"])), ("api key", Output.text(result["apiKey"]))]))
+                TextTable.keyValue([
+                    ("tenant", Output.text(result["tenant"])), ("api key", Output.text(result["apiKey"])),
+                ]))
         }
         Console.error("note: the previous API key of \(slug) no longer works.")
         storeKeyNote(slug)
@@ -172,7 +174,8 @@ enum CatalogCommands {
             let n = counts?[key]?.int64Value ?? Int64(result[key]?.arrayValue?.count ?? 0)
             return "\(n) \(noun)\(n == 1 ? "" : "s")"
         }
-        var out = "Imported into \(tenant): \(count("groups", "group")), \(count("products", "product")), "
+        var out =
+            "Imported into \(tenant): \(count("groups", "group")), \(count("products", "product")), "
             + "\(count("offers", "offer")).\n"
         let skipped = result["skipped"]?.arrayValue ?? []
         if skipped.isEmpty {

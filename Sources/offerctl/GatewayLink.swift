@@ -82,7 +82,8 @@ final class GatewayLink: Sendable {
         }
         let session = try await call("session.authenticate", ["apiKey": .string(key)])
         guard session["role"]?.stringValue == "admin" else {
-            throw Failure("the key given is not the admin key (it authenticates a tenant); offerctl needs OFFERGATE_ADMIN_KEY")
+            throw Failure(
+                "the key given is not the admin key (it authenticates a tenant); offerctl needs OFFERGATE_ADMIN_KEY")
         }
     }
 

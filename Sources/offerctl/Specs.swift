@@ -63,7 +63,9 @@ let catalogSpec = CommandSpec(
     subcommands: [
         CommandSpec(
             "import", abstract: "Import an Xcode .storekit file and print what was imported and skipped.",
-            options: [.option("currency", "CUR", "The currency of the file's prices (ISO 4217; default: its storefront's).")]
+            options: [
+                .option("currency", "CUR", "The currency of the file's prices (ISO 4217; default: its storefront's).")
+            ]
                 + commonOptions,
             arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("file", "The .storekit file.")]),
         CommandSpec(
@@ -78,7 +80,8 @@ let campaignSpec = CommandSpec(
             "create", abstract: "Create a campaign (prints the gateway's warnings, e.g. Apple's caps).",
             options: [
                 .option("offer", "ID", "The offer the codes redeem (required)."),
-                .option("kind", "KIND", "oneTime (generated codes, one use each) or custom (one shared code) (required)."),
+                .option(
+                    "kind", "KIND", "oneTime (generated codes, one use each) or custom (one shared code) (required)."),
                 .option("code", "CODE", "The custom code."),
                 .option("limit", "N", "Redemptions in total (default: unlimited)."),
                 .option("per-customer", "N", "Redemptions per customer (default: 1)."),
@@ -86,33 +89,45 @@ let campaignSpec = CommandSpec(
                 .option("expires", "RFC3339", "When codes stop working."),
                 .option("eligibility", "LIST", "Who may redeem: comma-separated new,existing,expired (default: all)."),
             ] + commonOptions,
-            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID.")]),
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
         CommandSpec(
             "list", abstract: "List a tenant's campaigns.", options: commonOptions,
             arguments: [ArgumentSpec("tenant", "The tenant's slug.")]),
         CommandSpec(
             "show", abstract: "Show a campaign and its counters.", options: commonOptions,
-            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID.")]),
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
         CommandSpec(
             "stats", abstract: "Show a campaign's counters.", options: commonOptions,
-            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID.")]),
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
         CommandSpec(
             "deactivate", abstract: "Stop a campaign: its codes no longer redeem.", options: commonOptions,
-            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID.")]),
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
         CommandSpec(
             "generate", abstract: "Generate one-time codes (progress on stderr when it is a terminal).",
             options: [
                 .option("count", "N", "How many codes (required)."),
                 .option("pattern", "PATTERN", "The codes' shape, as the gateway understands it."),
             ] + commonOptions,
-            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID.")]),
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
         CommandSpec(
             "export", abstract: "Write a campaign's codes as CSV (code,state,redeemed_at), page by page.",
             options: [
                 .option("output", "FILE", "Write to FILE (created with mode 0600) instead of stdout."),
                 .option("page-size", "N", "Codes fetched per request (1-1000).", default: "1000"),
             ] + connectionOptions,
-            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID.")]),
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
     ])
 
 let dbSpec = CommandSpec(
@@ -121,7 +136,8 @@ let dbSpec = CommandSpec(
         CommandSpec(
             "migrate", abstract: "Apply pending schema migrations (runs 'offergate migrate').",
             options: [
-                .option("database-url", "URL", "PostgreSQL connection string or URI; else the embedded cluster.",
+                .option(
+                    "database-url", "URL", "PostgreSQL connection string or URI; else the embedded cluster.",
                     environment: "DATABASE_URL"),
                 .option("data-dir", "DIR", "The embedded cluster's directory.", environment: "OFFERGATE_DATA_DIR"),
             ])

@@ -13,7 +13,8 @@ import Testing
     static let adminKey = "fake-admin-key"
 
     func ctl(_ address: String, _ arguments: [String]) async throws -> Outcome {
-        try await Spawn.offerctl(arguments + ["--connect", address], environment: ["OFFERGATE_ADMIN_KEY": Self.adminKey])
+        try await Spawn.offerctl(
+            arguments + ["--connect", address], environment: ["OFFERGATE_ADMIN_KEY": Self.adminKey])
     }
 
     @Test func createSendsAPIParamsAndPrintsWarnings() async throws {
@@ -22,7 +23,8 @@ import Testing
             let outcome = try await ctl(
                 address,
                 [
-                    "campaign", "create", "acme", "spring", "--offer", "code-y", "--kind", "custom", "--code", "SPRING26",
+                    "campaign", "create", "acme", "spring", "--offer", "code-y", "--kind", "custom", "--code",
+                    "SPRING26",
                     "--limit", "500", "--per-customer", "2", "--starts", "2026-12-01T00:00:00Z",
                     "--expires", "2027-01-01T00:00:00Z", "--eligibility", "new,expired",
                 ])
@@ -125,7 +127,8 @@ import Testing
     @Test func generateWithAndWithoutProgress() async throws {
         let fake = FakeCampaignGateway(adminKey: Self.adminKey)
         try await fake.serve { address in
-            let loud = try await ctl(address, ["campaign", "generate", "acme", "launch", "--count", "1000", "--pattern", "XXXX-XXXX"])
+            let loud = try await ctl(
+                address, ["campaign", "generate", "acme", "launch", "--count", "1000", "--pattern", "XXXX-XXXX"])
             #expect(loud.status == 0, "\(loud)")
             #expect(loud.stdout == "Generated 1000 codes for campaign launch.\n")
             // stderr is a file here, not a terminal: no progress bar drawn.
@@ -173,7 +176,8 @@ import Testing
             let dir = try Paths.scratch()
             defer { try? FileManager.default.removeItem(at: dir) }
             let file = dir.appendingPathComponent("codes.csv").path
-            let quiet = try await ctl(address, ["campaign", "export", "acme", "quiet", "--page-size", "2", "--output", file])
+            let quiet = try await ctl(
+                address, ["campaign", "export", "acme", "quiet", "--page-size", "2", "--output", file])
             #expect(quiet.status == 0, "\(quiet)")
             #expect(quiet.stdout == "")
             #expect(quiet.stderr == "exported 5 codes to \(file)\n")

@@ -39,7 +39,9 @@ struct CampaignCommandTests {
             #expect(exported.status == 0, "\(exported)")
             let lines = exported.stdout.split(separator: "\n").map(String.init)
             #expect(lines.first == "code,state,redeemed_at")
-            let rows = lines.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+            let rows = lines.dropFirst().map {
+                $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            }
             #expect(rows.count == 25)
             #expect(Set(rows.map { $0[0] }).count == 25)
             #expect(rows.allSatisfy { $0.count == 3 && $0[2].isEmpty })
@@ -50,15 +52,20 @@ struct CampaignCommandTests {
                 try await gateway.ctl(["tenant", "rotate-key", "acme", "--json"]).json()["apiKey"]?.stringValue)
             let client = try await RPCClient.connect(to: gateway.connect)
             defer { client.close() }
-            _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(tenantKey)], timeout: .seconds(10))
+            _ = try await client.call(
+                method: "session.authenticate", params: ["apiKey": .string(tenantKey)], timeout: .seconds(10))
             let code = try #require(rows.first?[0])
             _ = try await client.call(
-                method: "codes.redeem", params: ["code": .string(code), "customerId": .string(UUID().uuidString.lowercased())],
+                method: "codes.redeem",
+                params: ["code": .string(code), "customerId": .string(UUID().uuidString.lowercased())],
                 timeout: .seconds(10))
             let after = try await gateway.ctl(["campaign", "export", "acme", "launch"])
             let redeemed = after.stdout.split(separator: "\n").filter { $0.hasPrefix(code + ",") }
             #expect(redeemed.count == 1)
-            #expect(redeemed.first.map { $0.split(separator: ",", omittingEmptySubsequences: false).count == 3 && !$0.hasSuffix(",") } == true)
+            #expect(
+                redeemed.first.map {
+                    $0.split(separator: ",", omittingEmptySubsequences: false).count == 3 && !$0.hasSuffix(",")
+                } == true)
 
             let list = try await gateway.ctl(["campaign", "list", "acme", "--json"])
             let campaigns = try #require(try list.json()["campaigns"]?.arrayValue)
@@ -74,7 +81,8 @@ struct CampaignCommandTests {
             let stopped = try await gateway.ctl(["campaign", "stats", "acme", "launch"])
             #expect(stopped.stdout.hasPrefix("state            deactivated\n"), "\(stopped)")
             let refused = try await client.call(
-                method: "codes.validate", params: ["code": .string(rows[1][0]), "customerId": "someone"], timeout: .seconds(10))
+                method: "codes.validate", params: ["code": .string(rows[1][0]), "customerId": "someone"],
+                timeout: .seconds(10))
             #expect(refused["valid"]?.boolValue == false)
         }
     }
@@ -84,7 +92,8 @@ struct CampaignCommandTests {
             try await prepared(gateway)
             let created = try await gateway.ctl(
                 [
-                    "campaign", "create", "acme", "spring", "--offer", "code-y", "--kind", "custom", "--code", "SPRING26",
+                    "campaign", "create", "acme", "spring", "--offer", "code-y", "--kind", "custom", "--code",
+                    "SPRING26",
                     "--limit", "100", "--per-customer", "1", "--starts", "2026-01-01T00:00:00Z",
                     "--expires", "2027-01-01T00:00:00Z", "--eligibility", "new,expired", "--json",
                 ])

@@ -71,7 +71,8 @@ final class FakeCampaignGateway: RPCHandler, Sendable {
             return .success(["campaigns": .array(state.withLock { $0.campaigns })])
         case "campaigns.stats":
             return .success([
-                "campaignId": .string(campaignId), "state": "active", "totalLimit": nil, "redeemed": 3, "remaining": nil, "rolledBack": 1, "codesGenerated": 5,
+                "campaignId": .string(campaignId), "state": "active", "totalLimit": nil, "redeemed": 3,
+                "remaining": nil, "rolledBack": 1, "codesGenerated": 5,
                 "codesRedeemed": 2,
             ])
         case "campaigns.deactivate":
@@ -90,7 +91,8 @@ final class FakeCampaignGateway: RPCHandler, Sendable {
             let limit = Int(params["limit"]?.int64Value ?? 1000)
             let after = params["after"]?.stringValue
             let all = state.withLock { $0.codes }
-            let start = after.flatMap { cursor in all.firstIndex { $0["code"]?.stringValue == cursor }.map { $0 + 1 } } ?? 0
+            let start =
+                after.flatMap { cursor in all.firstIndex { $0["code"]?.stringValue == cursor }.map { $0 + 1 } } ?? 0
             let page = Array(all[min(start, all.count)..<min(start + limit, all.count)])
             if campaignId == "quiet" {
                 // No cursor in the answer: offerctl must page on the last code of a full page.

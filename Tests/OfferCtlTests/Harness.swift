@@ -63,7 +63,9 @@ enum Spawn {
     }
 
     /// Starts `path` with stdin from /dev/null and stdout/stderr into the given files.
-    static func start(_ path: String, _ arguments: [String], environment: [String: String], stdout: String, stderr: String)
+    static func start(
+        _ path: String, _ arguments: [String], environment: [String: String], stdout: String, stderr: String
+    )
         throws -> pid_t
     {
         var actions = posix_spawn_file_actions_t()
@@ -80,7 +82,9 @@ enum Spawn {
         }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard result == 0 else { throw SpawnError(description: "posix_spawn \(path): \(String(cString: strerror(result)))") }
+        guard result == 0 else {
+            throw SpawnError(description: "posix_spawn \(path): \(String(cString: strerror(result)))")
+        }
         return pid
     }
 
@@ -104,7 +108,9 @@ enum Spawn {
     }
 
     /// Runs `path` to completion and collects its output.
-    static func run(_ path: String, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(60))
+    static func run(
+        _ path: String, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(60)
+    )
         async throws -> Outcome
     {
         let dir = try Paths.scratch()
@@ -173,8 +179,10 @@ struct TestGateway: Sendable {
         environment["OFFERGATE_MASTER_KEY"] = masterKey
         let pid = try Spawn.start(
             Paths.offergate,
-            ["serve", "--listen", "unix:" + socketPath, "--database-url", databaseURL, "--log-level", "warning",
-             "--shutdown-grace", "2"],
+            [
+                "serve", "--listen", "unix:" + socketPath, "--database-url", databaseURL, "--log-level", "warning",
+                "--shutdown-grace", "2",
+            ],
             environment: environment, stdout: scratch.appendingPathComponent("gateway.out").path,
             stderr: scratch.appendingPathComponent("gateway.err").path)
         let gateway = TestGateway(
@@ -185,7 +193,8 @@ struct TestGateway: Sendable {
         while ContinuousClock.now < deadline {
             var raw: Int32 = 0
             if waitpid(pid, &raw, WNOHANG) == pid {
-                let log = (try? String(contentsOf: scratch.appendingPathComponent("gateway.err"), encoding: .utf8)) ?? ""
+                let log =
+                    (try? String(contentsOf: scratch.appendingPathComponent("gateway.err"), encoding: .utf8)) ?? ""
                 throw SpawnError(description: "offergate exited early (status \(raw)): \(log)")
             }
             if FileManager.default.fileExists(atPath: socketPath),

@@ -52,7 +52,9 @@ func apiKey(in stdout: String) -> String? {
 @Suite(.serialized) struct GatewayCommandTests {
     @Test func tenantCreateListRotate() async throws {
         try await TestGateway.with { gateway in
-            let created = try await gateway.ctl(["tenant", "create", "acme", "--bundle-id", "com.acme.app", "--name", "Acme Inc."])
+            let created = try await gateway.ctl([
+                "tenant", "create", "acme", "--bundle-id", "com.acme.app", "--name", "Acme Inc.",
+            ])
             #expect(created.status == 0, "\(created)")
             let key = try #require(apiKey(in: created.stdout))
             #expect(created.stdout == "tenant     acme\nbundle id  com.acme.app\napi key    \(key)\n")
@@ -112,7 +114,9 @@ func apiKey(in stdout: String) -> String? {
             let list = try await gateway.ctl(["key", "list", "acme"])
             #expect(list.status == 0, "\(list)")
             let lines = list.stdout.split(separator: "\n").map(String.init)
-            #expect(lines.first == "KEY ID  ISSUER ID                             STATE    CREATED                   RETIRED")
+            #expect(
+                lines.first
+                    == "KEY ID  ISSUER ID                             STATE    CREATED                   RETIRED")
             let rows = Dictionary(uniqueKeysWithValues: lines.dropFirst().map { ($0.prefix(6).description, $0) })
             #expect(rows["ABC123"]?.contains("  -                                     retired  20") == true, "\(list)")
             #expect(rows["DEF456"]?.contains("  \(issuer)  active   20") == true, "\(list)")
@@ -120,11 +124,13 @@ func apiKey(in stdout: String) -> String? {
 
             let json = try await gateway.ctl(["key", "list", "acme", "--json"])
             let keys = try #require(try json.json()["keys"]?.arrayValue)
-            let states = Dictionary(uniqueKeysWithValues: keys.map { ($0["keyId"]?.stringValue ?? "", $0["state"]?.stringValue) })
+            let states = Dictionary(
+                uniqueKeysWithValues: keys.map { ($0["keyId"]?.stringValue ?? "", $0["state"]?.stringValue) })
             #expect(states == ["ABC123": "retired", "DEF456": "active"])
 
             // A file that is not a key: the gateway refuses it, and nothing of the file is echoed.
-            let bogus = try gateway.file("bogus.p8", "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWJ1dC1ub3QtYS1rZXk=\n-----END PRIVATE KEY-----\n")
+            let bogus = try gateway.file(
+                "bogus.p8", "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWJ1dC1ub3QtYS1rZXk=\n-----END PRIVATE KEY-----\n")
             let refused = try await gateway.ctl(["key", "import", "acme", "--key-id", "BAD1", "--p8", bogus])
             #expect(refused.status == 1)
             #expect(refused.stderr.contains("(code -32602, reason invalid_key)"), "\(refused)")
@@ -180,7 +186,10 @@ func apiKey(in stdout: String) -> String? {
             let json = try await gateway.ctl(["catalog", "show", "acme", "--json"])
             let catalog = try json.json()
             #expect(catalog["products"]?.arrayValue?.count == 2)
-            #expect(Set(catalog["offers"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []) == ["code-y", "intro-m", "promo-m"])
+            #expect(
+                Set(catalog["offers"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []) == [
+                    "code-y", "intro-m", "promo-m",
+                ])
 
             let again = try await gateway.ctl(["catalog", "import", "acme", file, "--currency", "EUR", "--json"])
             #expect(again.status == 0, "\(again)")
@@ -210,7 +219,9 @@ func apiKey(in stdout: String) -> String? {
                 let outcome = try await gateway.ctl(arguments)
                 #expect(outcome.status == 1, "\(arguments): \(outcome)")
                 #expect(outcome.stdout == "")
-                #expect(outcome.stderr == "offerctl: no tenant 'nope' (code -32004, reason unknown_tenant)\n", "\(arguments)")
+                #expect(
+                    outcome.stderr == "offerctl: no tenant 'nope' (code -32004, reason unknown_tenant)\n",
+                    "\(arguments)")
             }
         }
     }
@@ -264,7 +275,10 @@ func apiKey(in stdout: String) -> String? {
         try await PostgresTestDatabase.with { configuration in
             let environment = ["OFFERGATE_ADMIN_KEY": Secrets.adminKey(), "OFFERGATE_MASTER_KEY": Secrets.masterKey()]
             let created = try await Spawn.offerctl(
-                ["tenant", "create", "stdio-app", "--bundle-id", "com.stdio.app", "--database-url", configuration.conninfo],
+                [
+                    "tenant", "create", "stdio-app", "--bundle-id", "com.stdio.app", "--database-url",
+                    configuration.conninfo,
+                ],
                 environment: environment)
             #expect(created.status == 0, "\(created)")
             #expect(apiKey(in: created.stdout) != nil, "\(created)")
@@ -281,7 +295,10 @@ func apiKey(in stdout: String) -> String? {
                 ["tenant", "list", "--database-url", broken.conninfo], environment: environment)
             #expect(failed.status == 1, "\(failed)")
             #expect(failed.stderr.contains("offergate: "), "\(failed)")
-            #expect(failed.stderr.contains("offerctl: the gateway offerctl started (offergate serve --stdio) exited with status 1"), "\(failed)")
+            #expect(
+                failed.stderr.contains(
+                    "offerctl: the gateway offerctl started (offergate serve --stdio) exited with status 1"),
+                "\(failed)")
         }
     }
 
@@ -291,7 +308,8 @@ func apiKey(in stdout: String) -> String? {
             let first = try await Spawn.offerctl(["db", "migrate", "--database-url", configuration.conninfo])
             #expect(first.status == 0, "\(first)")
             #expect(first.stdout.hasPrefix("applied migrations: 1"), "\(first)")
-            let second = try await Spawn.offerctl(["db", "migrate"], environment: ["DATABASE_URL": configuration.conninfo])
+            let second = try await Spawn.offerctl(
+                ["db", "migrate"], environment: ["DATABASE_URL": configuration.conninfo])
             #expect(second.status == 0, "\(second)")
             #expect(second.stdout == "schema is up to date\n")
         }
@@ -363,6 +381,7 @@ func apiKey(in stdout: String) -> String? {
         #expect(outcome.status == 1, "\(outcome)")
         #expect(
             outcome.stderr
-                == "offerctl: cannot connect to the gateway at unix:/nonexistent/og.sock: connect(2) failed: No such file or directory\n")
+                == "offerctl: cannot connect to the gateway at unix:/nonexistent/og.sock: connect(2) failed: No such file or directory\n"
+        )
     }
 }
