@@ -12,7 +12,18 @@ import Testing
 enum Paths {
     static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let binDir = root.appendingPathComponent(".build/debug")
+    /// Where the built executables are: beside the test runner (so `-c release` tests use release binaries), else
+    /// `.build/debug` of the package.
+    static let binDir: URL = {
+        var candidates: [URL] = []
+        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
+        }
+        candidates.append(root.appendingPathComponent(".build/debug"))
+        return candidates.first { dir in
+            ["offerctl", "offergate"].allSatisfy { access(dir.appendingPathComponent($0).path, X_OK) == 0 }
+        } ?? candidates[candidates.count - 1]
+    }()
     static let offerctl = binDir.appendingPathComponent("offerctl").path
     static let offergate = binDir.appendingPathComponent("offergate").path
 
