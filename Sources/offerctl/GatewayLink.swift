@@ -206,7 +206,8 @@ final class ChildProcess: Sendable {
         guard let path = locate("offergate") else {
             throw Failure("cannot find the offergate executable next to offerctl or on PATH (or pass --connect ADDR)")
         }
-        var arguments = [path, "serve", "--stdio", "--log-level", "warning"]
+        // One operator's command at a time: a small pool is plenty, and spares the database's connection slots.
+        var arguments = [path, "serve", "--stdio", "--log-level", "warning", "--pool-size", "4"]
         var environment = ProcessInfo.processInfo.environment
         if let file = command.value("admin-key-file") {
             arguments += ["--admin-key-file", file]

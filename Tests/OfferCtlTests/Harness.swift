@@ -192,7 +192,7 @@ struct TestGateway: Sendable {
             Paths.offergate,
             [
                 "serve", "--listen", "unix:" + socketPath, "--database-url", databaseURL, "--log-level", "warning",
-                "--shutdown-grace", "2",
+                "--shutdown-grace", "2", "--pool-size", "4",
             ],
             environment: environment, stdout: scratch.appendingPathComponent("gateway.out").path,
             stderr: scratch.appendingPathComponent("gateway.err").path)
