@@ -1,0 +1,154 @@
+// The command line of offerctl: nouns (tenant, key, catalog, campaign, db) then verbs. Every verb carries the
+// connection options, because CLIKit reads options after the last subcommand word.
+import CLIKit
+
+/// How to reach the gateway, and how to authenticate: shared by every verb that talks JSON-RPC.
+let connectionOptions: [OptionSpec] = [
+    .option(
+        "connect", "ADDR",
+        "The gateway: unix:PATH or tcp:HOST:PORT (else offerctl starts offergate --stdio).",
+        environment: "OFFERGATE_CONNECT"),
+    .option(
+        "database-url", "URL", "For the gateway offerctl starts: its database (else embedded).",
+        environment: "DATABASE_URL"),
+    .option(
+        "data-dir", "DIR", "For the gateway offerctl starts: the embedded cluster's directory.",
+        environment: "OFFERGATE_DATA_DIR"),
+    .option("admin-key-file", "FILE", "Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY."),
+    .option("timeout", "SECONDS", "Seconds to wait for each answer of the gateway.", default: "60"),
+]
+
+/// Verbs whose output can be JSON.
+let outputOptions: [OptionSpec] = [.flag("json", "Print the gateway's result as JSON on stdout (for scripts).")]
+
+let commonOptions = connectionOptions + outputOptions
+
+let tenantSpec = CommandSpec(
+    "tenant", abstract: "Create, list and re-key tenants (one tenant is one app).",
+    subcommands: [
+        CommandSpec(
+            "create", abstract: "Create a tenant and print its API key (shown once).",
+            options: [
+                .option("bundle-id", "ID", "The app's bundle identifier (required)."),
+                .option("name", "NAME", "A display name."),
+            ] + commonOptions,
+            arguments: [ArgumentSpec("slug", "The tenant's slug: [a-z0-9-]{2,40}.")]),
+        CommandSpec("list", abstract: "List tenants.", options: commonOptions),
+        CommandSpec(
+            "rotate-key", abstract: "Replace a tenant's API key and print the new one (shown once).",
+            options: commonOptions, arguments: [ArgumentSpec("slug", "The tenant's slug.")]),
+    ])
+
+let keySpec = CommandSpec(
+    "key", abstract: "Manage a tenant's App Store Connect In-App Purchase keys.",
+    subcommands: [
+        CommandSpec(
+            "import", abstract: "Import a .p8 key (stored encrypted; never printed).",
+            options: [
+                .option("key-id", "ID", "The key's ID in App Store Connect (required)."),
+                .option("issuer-id", "UUID", "The issuer ID (needed for JWS signatures)."),
+                .option("p8", "FILE", "The .p8 file (PKCS#8 PEM, P-256) (required)."),
+            ] + commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug.")]),
+        CommandSpec(
+            "list", abstract: "List a tenant's keys.", options: commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug.")]),
+        CommandSpec(
+            "retire", abstract: "Retire a key: it signs nothing any more.", options: commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("key-id", "The key's ID.")]),
+    ])
+
+let catalogSpec = CommandSpec(
+    "catalog", abstract: "Import and show a tenant's subscriptions and offers.",
+    subcommands: [
+        CommandSpec(
+            "import", abstract: "Import an Xcode .storekit file and print what was imported and skipped.",
+            options: [
+                .option("currency", "CUR", "The currency of the file's prices (ISO 4217; default: its storefront's).")
+            ]
+                + commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("file", "The .storekit file.")]),
+        CommandSpec(
+            "show", abstract: "Show a tenant's groups, products and offers.", options: commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug.")]),
+    ])
+
+let campaignSpec = CommandSpec(
+    "campaign", abstract: "Manage offer-code campaigns and their codes.",
+    subcommands: [
+        CommandSpec(
+            "create", abstract: "Create a campaign (prints the gateway's warnings, e.g. Apple's caps).",
+            options: [
+                .option("offer", "ID", "The offer the codes redeem (required)."),
+                .option(
+                    "kind", "KIND", "oneTime (generated codes, one use each) or custom (one shared code) (required)."),
+                .option("code", "CODE", "The custom code."),
+                .option("limit", "N", "Redemptions in total (default: unlimited)."),
+                .option("per-customer", "N", "Redemptions per customer (default: 1)."),
+                .option("starts", "RFC3339", "When codes start to work."),
+                .option("expires", "RFC3339", "When codes stop working."),
+                .option("eligibility", "LIST", "Who may redeem: comma-separated new,existing,expired (default: all)."),
+            ] + commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
+        CommandSpec(
+            "list", abstract: "List a tenant's campaigns.", options: commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug.")]),
+        CommandSpec(
+            "show", abstract: "Show a campaign and its counters.", options: commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
+        CommandSpec(
+            "stats", abstract: "Show a campaign's counters.", options: commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
+        CommandSpec(
+            "deactivate", abstract: "Stop a campaign: its codes no longer redeem.", options: commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
+        CommandSpec(
+            "generate", abstract: "Generate one-time codes (progress on stderr when it is a terminal).",
+            options: [
+                .option("count", "N", "How many codes (required)."),
+                .option("pattern", "PATTERN", "The codes' shape, as the gateway understands it."),
+            ] + commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
+        CommandSpec(
+            "export", abstract: "Write a campaign's codes as CSV (code,state,redeemed_at), page by page.",
+            options: [
+                .option("output", "FILE", "Write to FILE (created with mode 0600) instead of stdout."),
+                .option("page-size", "N", "Codes fetched per request (1-1000).", default: "1000"),
+            ] + connectionOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
+    ])
+
+let dbSpec = CommandSpec(
+    "db", abstract: "Database administration.",
+    subcommands: [
+        CommandSpec(
+            "migrate", abstract: "Apply pending schema migrations (runs 'offergate migrate').",
+            options: [
+                .option(
+                    "database-url", "URL", "PostgreSQL connection string or URI; else the embedded cluster.",
+                    environment: "DATABASE_URL"),
+                .option("data-dir", "DIR", "The embedded cluster's directory.", environment: "OFFERGATE_DATA_DIR"),
+            ])
+    ])
+
+let rootSpec = CommandSpec(
+    "offerctl", abstract: "Operate an OfferGate gateway: tenants, keys, catalogs and offer-code campaigns.",
+    discussion: """
+        offerctl speaks JSON-RPC to a running gateway (--connect, or OFFERGATE_CONNECT), or starts
+        'offergate serve --stdio' itself (found next to offerctl, else on PATH) with the same database options.
+        The admin key comes from OFFERGATE_ADMIN_KEY or --admin-key-file, never from a flag's value.
+        Exit status: 0 success, 1 runtime failure (incl. errors the gateway returns), 64 usage error.
+        """,
+    subcommands: [tenantSpec, keySpec, catalogSpec, campaignSpec, dbSpec])
