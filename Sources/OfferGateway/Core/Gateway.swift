@@ -43,6 +43,8 @@ public final class Gateway: RPCHandler {
     let tenants: TenantDirectory
     let catalogs: CatalogCache
     let signers: SignerCache
+    /// Group commit of code redemptions (one owner per campaign).
+    let redemptions: RedemptionCoordinator
     public let stats = GatewayStats()
     private let methods: [String: MethodSpec]
 
@@ -56,6 +58,7 @@ public final class Gateway: RPCHandler {
         self.tenants = TenantDirectory(repository: database.tenants)
         self.catalogs = CatalogCache(repository: database.catalog)
         self.signers = SignerCache(repository: database.signingKeys, sealer: sealer)
+        self.redemptions = RedemptionCoordinator(repository: database.campaigns, clock: options.clock)
         var table: [String: MethodSpec] = [:]
         for spec in Self.allMethods {
             table[spec.name] = spec
@@ -65,7 +68,7 @@ public final class Gateway: RPCHandler {
 
     static var allMethods: [MethodSpec] {
         SystemMethods.all + SessionMethods.all + TenantAdminMethods.all + KeyMethods.all + CatalogMethods.all
-            + CustomerMethods.all + OfferMethods.all
+            + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all
     }
 
     /// The names of every method this gateway answers (for docs and tests).
