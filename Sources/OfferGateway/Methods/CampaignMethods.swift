@@ -186,7 +186,8 @@ enum CampaignMethods {
                 throw unknownCampaign(campaignId)
             }
             ctx.gateway.logger.info("campaign deactivated", ["tenant": tenant.slug, "campaign": campaignId])
-            return .object(json(record, at: now))
+            // The stored time is rounded to microseconds: show the state as of the deactivation at the latest.
+            return .object(json(record, at: max(now, record.campaign.deactivatedAt ?? now)))
         },
     ]
 
