@@ -194,7 +194,8 @@ public struct CampaignRepository: Sendable {
                     """)
                 guard let row = rows.first else { return nil }
                 try await Audit.record(
-                    tx, tenant: tenant, actor: "admin", action: "campaign.deactivate", detail: ["campaignId": campaignId])
+                    tx, tenant: tenant, actor: "admin", action: "campaign.deactivate",
+                    detail: ["campaignId": campaignId])
                 return try Self.decodeRecord(row, at: 0)
             }
         }
@@ -316,7 +317,8 @@ public struct CampaignRepository: Sendable {
                 WHERE oc.tenant_id = \(tenant) AND oc.code = \(code)
                 """, prepared: true
             ).first.map { row in
-                CodeLookup(code: code, oneTime: try row.decode(Bool.self, at: 0), record: try Self.decodeRecord(row, at: 1))
+                CodeLookup(
+                    code: code, oneTime: try row.decode(Bool.self, at: 0), record: try Self.decodeRecord(row, at: 1))
             }
         }
     }

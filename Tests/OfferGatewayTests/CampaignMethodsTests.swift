@@ -70,7 +70,9 @@ struct CampaignMethodsTests {
                 ["tenant": "app-a", "campaignId": "x", "offerId": "code1", "kind": "oneTime", "eligibility": ["vip"]],
                 ["tenant": "app-a", "campaignId": "x", "offerId": "code1", "kind": "oneTime", "eligibility": []],
             ] {
-                let code = try await RedemptionSupport.errorCode { try await admin.call(method: "campaigns.create", params: bad) }
+                let code = try await RedemptionSupport.errorCode {
+                    try await admin.call(method: "campaigns.create", params: bad)
+                }
                 #expect(code == -32602, "\(bad)")
             }
             // A tenant key cannot call admin methods.
@@ -83,7 +85,10 @@ struct CampaignMethodsTests {
             // Two tenants may own the same code.
             let shared = try await admin.call(
                 method: "campaigns.create",
-                params: ["tenant": "app-b", "campaignId": "spring", "offerId": "code1", "kind": "custom", "code": "SPRING2026"])
+                params: [
+                    "tenant": "app-b", "campaignId": "spring", "offerId": "code1", "kind": "custom",
+                    "code": "SPRING2026",
+                ])
             #expect(shared["code"]?.stringValue == "SPRING2026")
         }
     }
@@ -94,7 +99,9 @@ struct CampaignMethodsTests {
             let key = try await RedemptionSupport.seedTenant(admin, slug: "app-a")
             _ = try await admin.call(
                 method: "campaigns.create",
-                params: ["tenant": "app-a", "campaignId": "ot", "offerId": "code1", "kind": "oneTime", "totalLimit": 1000])
+                params: [
+                    "tenant": "app-a", "campaignId": "ot", "offerId": "code1", "kind": "oneTime", "totalLimit": 1000,
+                ])
             let generated = try await admin.call(
                 method: "campaigns.generateCodes",
                 params: ["tenant": "app-a", "campaignId": "ot", "count": 2500, "pattern": "WIN-####-####"])
@@ -133,7 +140,8 @@ struct CampaignMethodsTests {
             #expect(page["codes"]?[0]?["redeemedAt"]?.stringValue != nil)
             #expect(page["codes"]?[1]?["state"]?.stringValue == "available")
 
-            let stats = try await admin.call(method: "campaigns.stats", params: ["tenant": "app-a", "campaignId": "ot"])
+            let stats = try await admin.call(
+                method: "campaigns.stats", params: ["tenant": "app-a", "campaignId": "ot"])
             #expect(stats["totalLimit"]?.int64Value == 1000)
             #expect(stats["redeemed"]?.int64Value == 1)
             #expect(stats["remaining"]?.int64Value == 999)
@@ -144,7 +152,9 @@ struct CampaignMethodsTests {
             // A custom campaign cannot generate codes; an unknown one is not found; a too-short pattern is refused.
             _ = try await admin.call(
                 method: "campaigns.create",
-                params: ["tenant": "app-a", "campaignId": "vanity", "offerId": "code1", "kind": "custom", "code": "HELLO"])
+                params: [
+                    "tenant": "app-a", "campaignId": "vanity", "offerId": "code1", "kind": "custom", "code": "HELLO",
+                ])
             let custom = try await RedemptionSupport.errorCode {
                 try await admin.call(
                     method: "campaigns.generateCodes", params: ["tenant": "app-a", "campaignId": "vanity", "count": 5])
@@ -201,8 +211,10 @@ struct CampaignMethodsTests {
             #expect(progress.last == 100_000)
             #expect(progress == progress.sorted())
             let db = try gateways.database()
-            let stored = try await db.pool.query("SELECT count(DISTINCT code) FROM offer_codes WHERE campaign_id = 'ot'")
-                .scalar(Int64.self)
+            let stored = try await db.pool.query(
+                "SELECT count(DISTINCT code) FROM offer_codes WHERE campaign_id = 'ot'"
+            )
+            .scalar(Int64.self)
             #expect(stored == 100_000)
             await db.pool.close()
         }

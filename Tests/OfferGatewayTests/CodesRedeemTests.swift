@@ -49,7 +49,8 @@ struct CodesRedeemTests {
             #expect(unknown["reason"]?.stringValue == "unknown_code")
 
             // Rollback gives capacity back and is idempotent.
-            let rolled = try await app.call(method: "codes.rollback", params: ["redemptionId": .string(redemptionId), "reason": "purchase failed"])
+            let rolled = try await app.call(
+                method: "codes.rollback", params: ["redemptionId": .string(redemptionId), "reason": "purchase failed"])
             #expect(rolled["rolledBack"]?.boolValue == true)
             #expect(rolled["alreadyRolledBack"]?.boolValue == false)
             let again = try await app.call(method: "codes.rollback", params: ["redemptionId": .string(redemptionId)])
@@ -61,7 +62,8 @@ struct CodesRedeemTests {
             #expect(valid["productId"]?.stringValue == "p1")
             #expect(try await code(["code": "SPRING26", "customerId": "u4"]) == nil)
             #expect(try await code(["code": "SPRING26", "customerId": "u5"]) == -32041)
-            let stats = try await admin.call(method: "campaigns.stats", params: ["tenant": "app-a", "campaignId": "spring"])
+            let stats = try await admin.call(
+                method: "campaigns.stats", params: ["tenant": "app-a", "campaignId": "spring"])
             #expect(stats["redeemed"]?.int64Value == 2)
             #expect(stats["rolledBack"]?.int64Value == 1)
             #expect(stats["remaining"]?.int64Value == 0)
@@ -78,7 +80,9 @@ struct CodesRedeemTests {
                     try await other.call(method: "codes.rollback", params: ["redemptionId": .string(redemptionId)])
                 } == -32004)
             let db = try gateways.database()
-            #expect(try await RedemptionRows.read(db, campaignId: "spring") == RedemptionRows(live: 2, rolledBack: 1, counter: 2))
+            #expect(
+                try await RedemptionRows.read(db, campaignId: "spring")
+                    == RedemptionRows(live: 2, rolledBack: 1, counter: 2))
             await db.pool.close()
         }
     }
@@ -89,7 +93,8 @@ struct CodesRedeemTests {
             let key = try await RedemptionSupport.seedTenant(admin, slug: "app-a")
             for (id, extra) in [
                 ("later", ["startsAt": Self.date(10)]), ("over", ["expiresAt": Self.date(-1)]),
-                ("subs", ["eligibility": ["existing"] as JSONValue]), ("lapsed", ["eligibility": ["expired"] as JSONValue]),
+                ("subs", ["eligibility": ["existing"] as JSONValue]),
+                ("lapsed", ["eligibility": ["expired"] as JSONValue]),
             ] as [(String, [String: JSONValue])] {
                 var params: JSONObject = [
                     "tenant": "app-a", "campaignId": .string(id), "offerId": "code1", "kind": "custom",
@@ -108,7 +113,8 @@ struct CodesRedeemTests {
                 ])
             func code(_ c: String, _ customer: String) async throws -> Int? {
                 try await RedemptionSupport.errorCode {
-                    try await app.call(method: "codes.redeem", params: ["code": .string(c), "customerId": .string(customer)])
+                    try await app.call(
+                        method: "codes.redeem", params: ["code": .string(c), "customerId": .string(customer)])
                 }
             }
             #expect(try await code("LATER", "new") == -32042)
@@ -121,7 +127,8 @@ struct CodesRedeemTests {
             let atStart = try await app.call(
                 method: "codes.validate", params: ["code": "later", "customerId": "new", "at": Self.date(11)])
             #expect(atStart["valid"]?.boolValue == true)
-            let notEligible = try await app.call(method: "codes.validate", params: ["code": "subs", "customerId": "new"])
+            let notEligible = try await app.call(
+                method: "codes.validate", params: ["code": "subs", "customerId": "new"])
             #expect(notEligible["reason"]?.stringValue == "not_in_campaign_eligibility")
         }
     }
@@ -140,7 +147,8 @@ struct CodesRedeemTests {
             #expect(codes.count == 3)
             let app = try await gateways.client(apiKey: key)
             let first = try await app.call(
-                method: "codes.redeem", params: ["code": .string(codes[0]), "customerId": "u1", "idempotencyKey": "k-1"])
+                method: "codes.redeem",
+                params: ["code": .string(codes[0]), "customerId": "u1", "idempotencyKey": "k-1"])
             #expect(first["replayed"]?.boolValue == false)
             // Same key, same params (code typed differently): the first outcome, replayed.
             let replay = try await app.call(
@@ -151,7 +159,8 @@ struct CodesRedeemTests {
             // Same key, other params: conflict.
             let conflict = try await RedemptionSupport.errorCode {
                 try await app.call(
-                    method: "codes.redeem", params: ["code": .string(codes[1]), "customerId": "u1", "idempotencyKey": "k-1"])
+                    method: "codes.redeem",
+                    params: ["code": .string(codes[1]), "customerId": "u1", "idempotencyKey": "k-1"])
             }
             #expect(conflict == -32009)
             // The one-time code is used: another customer gets -32041.
@@ -161,10 +170,13 @@ struct CodesRedeemTests {
             #expect(used == -32041)
             // A rolled back one-time code can be redeemed again.
             _ = try await app.call(method: "codes.rollback", params: ["redemptionId": first["redemptionId"] ?? .null])
-            let reused = try await app.call(method: "codes.redeem", params: ["code": .string(codes[0]), "customerId": "u2"])
+            let reused = try await app.call(
+                method: "codes.redeem", params: ["code": .string(codes[0]), "customerId": "u2"])
             #expect(reused["replayed"]?.boolValue == false)
             let db = try gateways.database()
-            #expect(try await RedemptionRows.read(db, campaignId: "ot") == RedemptionRows(live: 1, rolledBack: 1, counter: 1))
+            #expect(
+                try await RedemptionRows.read(db, campaignId: "ot")
+                    == RedemptionRows(live: 1, rolledBack: 1, counter: 1))
             let records = try await db.pool.query("SELECT count(*) FROM idempotency_records").scalar(Int64.self)
             #expect(records == 1)
             await db.pool.close()

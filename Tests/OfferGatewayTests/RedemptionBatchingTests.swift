@@ -145,7 +145,8 @@ struct RedemptionDeciderTests {
     }
 
     @Test func customerLimitIsCheckedBeforeCapacity() throws {
-        let verdicts = Self.decide([Self.attempt("a"), Self.attempt("b")], try Self.campaign(total: 1), perCustomer: ["a": 1])
+        let verdicts = Self.decide(
+            [Self.attempt("a"), Self.attempt("b")], try Self.campaign(total: 1), perCustomer: ["a": 1])
         #expect(verdicts == [.refused(.customerLimitReached), .accepted])
     }
 
@@ -167,7 +168,10 @@ struct RedemptionDeciderTests {
     }
 
     @Test(arguments: [
-        (Optional(now.addingTimeInterval(60)), Optional<Date>.none, Optional<Date>.none, Campaign.Refusal.campaignNotStarted),
+        (
+            Optional(now.addingTimeInterval(60)), Optional<Date>.none, Optional<Date>.none,
+            Campaign.Refusal.campaignNotStarted
+        ),
         (nil, Optional(now), nil, .campaignExpired),
         (nil, nil, Optional(now.addingTimeInterval(-1)), .campaignDeactivated),
     ])
@@ -175,7 +179,8 @@ struct RedemptionDeciderTests {
         throws
     {
         let campaign = try Self.campaign(startsAt: starts, expiresAt: expires, deactivatedAt: deactivated)
-        #expect(Self.decide([Self.attempt("a"), Self.attempt("b")], campaign) == [.refused(refusal), .refused(refusal)])
+        #expect(
+            Self.decide([Self.attempt("a"), Self.attempt("b")], campaign) == [.refused(refusal), .refused(refusal)])
     }
 
     @Test func storedKeyReplaysOrConflicts() throws {

@@ -75,7 +75,9 @@ struct RedemptionConcurrencyTests {
             #expect(Set(tally.successes).count == 1000)
             #expect(tally.errors == [-32041: 19_000])
             let db = try gateways.database()
-            #expect(try await RedemptionRows.read(db, campaignId: "launch") == RedemptionRows(live: 1000, rolledBack: 0, counter: 1000))
+            #expect(
+                try await RedemptionRows.read(db, campaignId: "launch")
+                    == RedemptionRows(live: 1000, rolledBack: 0, counter: 1000))
             // Every acknowledged redemption id is a row.
             let stored = try await db.pool.query("SELECT redemption_id::text FROM redemptions").map {
                 try $0.decode(String.self, at: 0)
@@ -96,8 +98,10 @@ struct RedemptionConcurrencyTests {
             let admin = try await gateways.client()
             let key = try await RedemptionSupport.seedTenant(admin, slug: "race")
             _ = try await admin.call(
-                method: "campaigns.create", params: ["tenant": "race", "campaignId": "ot", "offerId": "code1", "kind": "oneTime"])
-            _ = try await admin.call(method: "campaigns.generateCodes", params: ["tenant": "race", "campaignId": "ot", "count": 1])
+                method: "campaigns.create",
+                params: ["tenant": "race", "campaignId": "ot", "offerId": "code1", "kind": "oneTime"])
+            _ = try await admin.call(
+                method: "campaigns.generateCodes", params: ["tenant": "race", "campaignId": "ot", "count": 1])
             let page = try await admin.call(method: "campaigns.codes", params: ["tenant": "race", "campaignId": "ot"])
             let code = try #require(page["codes"]?[0]?["code"]?.stringValue)
             let tally = try await RedemptionTally.run(gateways, apiKey: key, connections: 50, attempts: 50) { i in
@@ -106,7 +110,9 @@ struct RedemptionConcurrencyTests {
             #expect(tally.successes.count == 1)
             #expect(tally.errors == [-32041: 49])
             let db = try gateways.database()
-            #expect(try await RedemptionRows.read(db, campaignId: "ot") == RedemptionRows(live: 1, rolledBack: 0, counter: 1))
+            #expect(
+                try await RedemptionRows.read(db, campaignId: "ot")
+                    == RedemptionRows(live: 1, rolledBack: 0, counter: 1))
             await db.pool.close()
         }
     }
@@ -117,7 +123,10 @@ struct RedemptionConcurrencyTests {
             let key = try await RedemptionSupport.seedTenant(admin, slug: "retry")
             _ = try await admin.call(
                 method: "campaigns.create",
-                params: ["tenant": "retry", "campaignId": "c", "offerId": "code1", "kind": "custom", "code": "RETRY", "totalLimit": 100])
+                params: [
+                    "tenant": "retry", "campaignId": "c", "offerId": "code1", "kind": "custom", "code": "RETRY",
+                    "totalLimit": 100,
+                ])
             let tally = try await RedemptionTally.run(gateways, apiKey: key, connections: 30, attempts: 30) { _ in
                 ["code": "RETRY", "customerId": "same-customer", "idempotencyKey": "checkout-42"]
             }
@@ -126,7 +135,9 @@ struct RedemptionConcurrencyTests {
             #expect(Set(tally.successes).count == 1)
             #expect(tally.replayed == 29)
             let db = try gateways.database()
-            #expect(try await RedemptionRows.read(db, campaignId: "c") == RedemptionRows(live: 1, rolledBack: 0, counter: 1))
+            #expect(
+                try await RedemptionRows.read(db, campaignId: "c") == RedemptionRows(live: 1, rolledBack: 0, counter: 1)
+            )
             await db.pool.close()
         }
     }

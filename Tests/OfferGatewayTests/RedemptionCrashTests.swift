@@ -33,7 +33,8 @@ final class RedemptionStorm: Sendable {
             for _ in 0..<connections {
                 group.addTask {
                     guard let client = try? await RPCClient.connect(to: "unix:" + socket),
-                        (try? await client.call(method: "session.authenticate", params: ["apiKey": .string(apiKey)])) != nil
+                        (try? await client.call(method: "session.authenticate", params: ["apiKey": .string(apiKey)]))
+                            != nil
                     else {
                         self.seen.withLock { $0.transportFailures += 1 }
                         return
@@ -84,7 +85,8 @@ struct RedemptionCrashTests {
         static func start(databaseURL: String, adminKey: String, masterKey: String) async throws -> SpawnedGateway {
             let binary = RedemptionSupport.repositoryRoot.appendingPathComponent(".build/debug/offergate")
             guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-                throw RedemptionSupport.MissingEnvironment(variable: "the built gateway (run `swift build`): \(binary.path)")
+                throw RedemptionSupport.MissingEnvironment(
+                    variable: "the built gateway (run `swift build`): \(binary.path)")
             }
             let socket = RedemptionSupport.socketPath()
             let process = Process()
@@ -200,12 +202,15 @@ struct RedemptionCrashTests {
                 _ = try await admin.call(
                     method: "campaigns.create",
                     params: [
-                        "tenant": "pgrestart", "campaignId": "c", "offerId": "code1", "kind": "custom", "code": "BOUNCE",
+                        "tenant": "pgrestart", "campaignId": "c", "offerId": "code1", "kind": "custom",
+                        "code": "BOUNCE",
                         "totalLimit": .int(limit),
                     ])
                 let storm = RedemptionStorm(prefix: "r")
-                async let done1: Void = storm.run(socket: gateways.sockets[0], apiKey: apiKey, code: "BOUNCE", connections: 16)
-                async let done2: Void = storm.run(socket: gateways.sockets[1], apiKey: apiKey, code: "BOUNCE", connections: 16)
+                async let done1: Void = storm.run(
+                    socket: gateways.sockets[0], apiKey: apiKey, code: "BOUNCE", connections: 16)
+                async let done2: Void = storm.run(
+                    socket: gateways.sockets[1], apiKey: apiKey, code: "BOUNCE", connections: 16)
                 #expect(await redemptionEventually { storm.successes >= 50 })
                 try await RedemptionSupport.restartServer()
                 let beforeRecovery = storm.successes

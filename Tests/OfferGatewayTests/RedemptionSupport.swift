@@ -98,7 +98,8 @@ enum RedemptionSupport {
 
     /// Seeds a tenant with one group, one product and a `code` offer; returns the tenant's API key.
     static func seedTenant(_ admin: RPCClient, slug: String) async throws -> String {
-        let created = try await admin.call(method: "tenants.create", params: ["slug": .string(slug), "bundleId": "com.example.app"])
+        let created = try await admin.call(
+            method: "tenants.create", params: ["slug": .string(slug), "bundleId": "com.example.app"])
         let apiKey = try #require(created["apiKey"]?.stringValue)
         _ = try await admin.call(
             method: "catalog.upsert",

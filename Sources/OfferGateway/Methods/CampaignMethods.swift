@@ -123,7 +123,11 @@ enum CampaignMethods {
             }
             let after: String?
             do throws(OfferDomainError) {
-                if let raw = params.after { after = try CodeNormalizer.normalize(raw, field: "after") } else { after = nil }
+                if let raw = params.after {
+                    after = try CodeNormalizer.normalize(raw, field: "after")
+                } else {
+                    after = nil
+                }
             } catch {
                 throw GatewayError(error, paramPrefix: "params")
             }

@@ -51,7 +51,8 @@ enum CodeMethods {
                 throw GatewayError.internal("campaign \(campaign.id) names an offer missing from the catalog")
             }
             if campaign.eligibility != Set(CampaignAudience.allCases) {
-                let state = try await groupState(ctx, tenant: tenant, customerId: customerId, offer: offer, at: gateway.now())
+                let state = try await groupState(
+                    ctx, tenant: tenant, customerId: customerId, offer: offer, at: gateway.now())
                 guard campaign.admits(state) else {
                     throw RedemptionCoordinator.refusalError(.notInCampaignEligibility)
                 }
@@ -90,7 +91,8 @@ enum CodeMethods {
                     at: at, customerState: state, redeemed: record.redeemed, customerRedeemed: usage.customerRedeemed)
                 ?? (usage.codeUsed ? .codeExhausted : nil)
             var result: JSONObject = [
-                "valid": .bool(refusal == nil), "campaignId": .string(campaign.id), "offerId": .string(campaign.offerId),
+                "valid": .bool(refusal == nil), "campaignId": .string(campaign.id),
+                "offerId": .string(campaign.offerId),
                 "productId": .string(offer.productId), "code": .string(code),
             ]
             if let refusal {
@@ -122,7 +124,8 @@ enum CodeMethods {
             return try CodeNormalizer.normalize(raw)
         } catch {
             if raw.unicodeScalars.allSatisfy({ $0 == "-" || $0.properties.isWhitespace }) {
-                throw GatewayError.invalidParams(param: "params.code", message: error.message, reason: error.code.rawValue)
+                throw GatewayError.invalidParams(
+                    param: "params.code", message: error.message, reason: error.code.rawValue)
             }
             throw unknownCode()
         }
@@ -136,7 +139,8 @@ enum CodeMethods {
     static func groupState(_ ctx: MethodContext, tenant: TenantRecord, customerId: String, offer: Offer, at: Date)
         async throws -> GroupState
     {
-        let (catalog, history) = try await CustomerMethods.loadHistory(ctx, tenant: tenant, customerId: customerId, at: at)
+        let (catalog, history) = try await CustomerMethods.loadHistory(
+            ctx, tenant: tenant, customerId: customerId, at: at)
         guard let groupId = catalog.groupId(ofProduct: offer.productId) else { return .never }
         return history.group(groupId).state
     }

@@ -143,7 +143,10 @@ final class RedemptionCoordinator: Sendable {
                             customerId: attempt.customerId, idempotencyKey: attempt.idempotencyKey))
                     if let idempotencyKey = attempt.idempotencyKey {
                         writes.idempotency.append(
-                            (idempotencyKey, IdempotencyRecord(requestHash: attempt.requestHash, responseJSON: responses[index])))
+                            (
+                                idempotencyKey,
+                                IdempotencyRecord(requestHash: attempt.requestHash, responseJSON: responses[index])
+                            ))
                     }
                 }
                 return (writes, verdicts)
@@ -206,7 +209,9 @@ final class RedemptionCoordinator: Sendable {
     static func refusalError(_ refusal: Campaign.Refusal) -> GatewayError {
         switch refusal {
         case .codeExhausted:
-            return .code(refusal.rpcCode, "the code is exhausted (limit reached or one-time code used)", reason: refusal.rawValue)
+            return .code(
+                refusal.rpcCode, "the code is exhausted (limit reached or one-time code used)", reason: refusal.rawValue
+            )
         case .customerLimitReached:
             return .code(refusal.rpcCode, "the customer reached this campaign's limit", reason: refusal.rawValue)
         case .campaignNotStarted:

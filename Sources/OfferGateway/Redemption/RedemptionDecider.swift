@@ -50,7 +50,8 @@ enum RedemptionDecider {
         for (index, attempt) in attempts.enumerated() {
             if let key = attempt.idempotencyKey {
                 if let record = records[key] {
-                    verdicts.append(record.requestHash == attempt.requestHash ? .replay(record.responseJSON) : .keyConflict)
+                    verdicts.append(
+                        record.requestHash == attempt.requestHash ? .replay(record.responseJSON) : .keyConflict)
                     continue
                 }
                 if let first = firstByKey[key] {
@@ -77,7 +78,8 @@ enum RedemptionDecider {
                 continue
             }
             let customer = attempt.customerId
-            let decision = campaign.limits.admit([customer], redeemed: total, perCustomer: [customer: counts[customer, default: 0]])
+            let decision = campaign.limits.admit(
+                [customer], redeemed: total, perCustomer: [customer: counts[customer, default: 0]])
             switch decision.first {
             case .accepted:
                 total += 1
