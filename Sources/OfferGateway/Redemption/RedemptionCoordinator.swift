@@ -122,7 +122,11 @@ final class RedemptionCoordinator: Sendable {
 
     private func commit(_ batch: [Pending], key: Key) async {
         let attempts = batch.map(\.attempt)
-        let responses = batch.map { String(decoding: JSONSerializer.serialize($0.response), as: UTF8.self) }
+        // Stored outcomes are needed only for attempts with an idempotency key.
+        let responses = batch.map {
+            $0.attempt.idempotencyKey == nil
+                ? "" : String(decoding: JSONSerializer.serialize($0.response), as: UTF8.self)
+        }
         let at = clock()
         let customers = Array(Set(attempts.map(\.customerId)))
         let codes = Array(Set(attempts.filter(\.oneTime).map(\.code)))
