@@ -121,15 +121,25 @@ struct RedemptionCrashTests {
             return client
         }
 
-        func kill9() {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        /// Never leaves a gateway behind, whatever the test did.
+        func killIfRunning() {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             unlink(socket)
         }
 
-        func terminate() {
+        func kill9() async {
+            kill(process.processIdentifier, SIGKILL)
+            await waitForExit()
+        }
+
+        func terminate() async {
             kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
+            await waitForExit()
+        }
+
+        /// Polls (never blocks a cooperative thread in waitpid).
+        private func waitForExit() async {
+            _ = await redemptionEventually(timeout: .seconds(15)) { !process.isRunning }
             unlink(socket)
         }
     }
@@ -140,6 +150,7 @@ struct RedemptionCrashTests {
             let padded = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
             let limit = 400
             let first = try await SpawnedGateway.start(databaseURL: url, adminKey: adminKey, masterKey: padded)
+            defer { first.killIfRunning() }
             let admin = try await first.client(apiKey: adminKey)
             let apiKey = try await RedemptionSupport.seedTenant(admin, slug: "crash")
             _ = try await admin.call(
@@ -154,7 +165,7 @@ struct RedemptionCrashTests {
             let storm1 = RedemptionStorm(prefix: "a")
             async let done1: Void = storm1.run(socket: first.socket, apiKey: apiKey, code: "CRASH", connections: 32)
             let progressed = await redemptionEventually { storm1.successes >= 100 }
-            first.kill9()
+            await first.kill9()
             storm1.stop()
             await done1
             #expect(progressed)
@@ -164,6 +175,7 @@ struct RedemptionCrashTests {
 
             // Restart and storm until the limit is reached.
             let second = try await SpawnedGateway.start(databaseURL: url, adminKey: adminKey, masterKey: padded)
+            defer { second.killIfRunning() }
             let storm2 = RedemptionStorm(prefix: "b")
             async let done2: Void = storm2.run(socket: second.socket, apiKey: apiKey, code: "CRASH", connections: 32)
             let exhausted = await redemptionEventually {
@@ -171,12 +183,12 @@ struct RedemptionCrashTests {
             }
             storm2.stop()
             await done2
-            second.terminate()
+            await second.terminate()
             #expect(exhausted)
             let after = storm2.seen.withLock { $0 }
             #expect(Set(after.errors.keys).isSubset(of: [-32041]))
 
-            let database = try OfferDatabaseForTests.open(url)
+            let database = try RedemptionDatabaseOpener.open(url)
             let rows = try await RedemptionRows.read(database, campaignId: "c")
             let stored = Set(
                 try await database.pool.query("SELECT redemption_id::text FROM redemptions").map {
@@ -247,7 +259,7 @@ struct RedemptionCrashTests {
     }
 }
 
-enum OfferDatabaseForTests {
+enum RedemptionDatabaseOpener {
     static func open(_ url: String) throws -> OfferStore.OfferDatabase {
         try OfferStore.OfferDatabase.connect(url: url, maxConnections: 2)
     }
