@@ -360,13 +360,16 @@ public struct CampaignRepository: Sendable {
     /// Commits one batch of redemptions of a campaign in ONE transaction and returns `decide`'s result after
     /// `COMMIT` succeeded.
     ///
-    /// Inside the transaction: lock the campaign row (`FOR UPDATE`, which serialises batches of all processes),
-    /// read the batch customers' live redemption counts, the batch's one-time codes already in use and the
-    /// stored outcomes of its idempotency keys (pipelined with the lock), let `decide` choose, then (pipelined)
-    /// insert the redemptions with one `unnest` statement, raise the counter with one conditional
-    /// `UPDATE … WHERE redeemed + n <= total_limit`, insert the idempotency records, and commit. `decide` must be
-    /// pure: it runs again when the transaction is retried (deadlock, serialization failure, or an idempotency
-    /// key or one-time code taken concurrently by another campaign's batch).
+    /// Two pipelined round trips. First: `BEGIN`, lock the campaign row (`FOR UPDATE`, which serialises the
+    /// batches of all processes), then read the batch customers' live redemption counts, the batch's one-time codes
+    /// already in use and the stored outcomes of its idempotency keys. `decide` chooses. Second: one statement
+    /// that raises the counter with a conditional `UPDATE … WHERE redeemed + n <= total_limit`, inserts the
+    /// redemptions from `unnest` arrays only if that update happened, and inserts the idempotency records of the
+    /// rows inserted; then `COMMIT`. So the counter and the rows move together even if `decide` were wrong (then
+    /// nothing is written and this throws `.corrupt`), and a failing statement skips the `COMMIT`.
+    ///
+    /// `decide` must be pure: it runs again when the transaction is retried (deadlock, serialization failure, or
+    /// an idempotency key taken concurrently by another campaign's batch).
     public func commitRedemptionBatch<T: Sendable>(
         tenant: UUID, campaignId: String, customers: [String], oneTimeCodes: [String], keys: [String],
         decide: @escaping @Sendable (RedemptionSnapshot) throws -> (RedemptionWrites, T)
@@ -375,12 +378,14 @@ public struct CampaignRepository: Sendable {
         while true {
             attempt += 1
             do {
-                return try await pool.withTransaction { tx in
+                return try await pool.withConnection { connection in
                     try await Self.batchTransaction(
-                        tx, tenant: tenant, campaignId: campaignId, customers: customers, oneTimeCodes: oneTimeCodes,
-                        keys: keys, decide: decide)
+                        connection, tenant: tenant, campaignId: campaignId, customers: customers,
+                        oneTimeCodes: oneTimeCodes, keys: keys, decide: decide)
                 }
-            } catch let error as PostgresError where error.isUniqueViolation && attempt < 4 {
+            } catch let error as PostgresError
+                where (error.isUniqueViolation || error.isSerializationFailure) && attempt < 4
+            {
                 continue
             } catch {
                 throw StoreError.wrap(error)
@@ -389,11 +394,13 @@ public struct CampaignRepository: Sendable {
     }
 
     static func batchTransaction<T: Sendable>(
-        _ tx: PostgresTransaction, tenant: UUID, campaignId: String, customers: [String], oneTimeCodes: [String],
-        keys: [String], decide: @Sendable (RedemptionSnapshot) throws -> (RedemptionWrites, T)
+        _ connection: PostgresConnection, tenant: UUID, campaignId: String, customers: [String],
+        oneTimeCodes: [String], keys: [String], decide: @Sendable (RedemptionSnapshot) throws -> (RedemptionWrites, T)
     ) async throws -> T {
-        let reads = try await tx.pipeline(
+        // On any failure the pool rolls the open transaction back when the connection is returned.
+        let reads = try await connection.pipeline(
             [
+                "BEGIN ISOLATION LEVEL READ COMMITTED",
                 """
                 SELECT \(query: .unsafeRaw(columns)), now() FROM campaigns c
                 WHERE c.tenant_id = \(tenant) AND c.campaign_id = \(campaignId) FOR UPDATE
@@ -414,69 +421,77 @@ public struct CampaignRepository: Sendable {
                 WHERE tenant_id = \(tenant) AND idempotency_key = ANY(\(keys)::text[])
                 """,
             ], prepared: true)
-        guard reads.count == 4, let campaignRow = try reads[0].get().first else {
+        guard reads.count == 5 else { throw StoreError.corrupt("pipeline returned \(reads.count) results") }
+        _ = try reads[0].get()
+        guard let campaignRow = try reads[1].get().first else {
             throw StoreError.notFound("campaign '\(campaignId)'")
         }
         let record = try decodeRecord(campaignRow, at: 0)
         let databaseNow = try campaignRow.decode(Date.self, at: 14)
         var perCustomer: [String: Int] = [:]
-        for row in try reads[1].get() {
+        for row in try reads[2].get() {
             let (customer, count) = try row.decode(String.self, Int64.self)
             perCustomer[customer] = Int(count)
         }
         var used = Set<String>()
-        for row in try reads[2].get() { used.insert(try row.decode(String.self, at: 0)) }
+        for row in try reads[3].get() { used.insert(try row.decode(String.self, at: 0)) }
         var records: [String: IdempotencyRecord] = [:]
-        for row in try reads[3].get() {
+        for row in try reads[4].get() {
             let (key, hash, response) = try row.decode(String.self, String.self, String.self)
             records[key] = IdempotencyRecord(requestHash: hash, responseJSON: response)
         }
         let snapshot = RedemptionSnapshot(
             record: record, databaseNow: databaseNow, perCustomer: perCustomer, usedCodes: used, idempotency: records)
         let (writes, value) = try decide(snapshot)
-        let n = writes.redemptions.count
-        var statements: [PostgresQuery] = []
-        if n > 0 {
-            let ids = writes.redemptions.map(\.redemptionId)
-            let codes = writes.redemptions.map(\.code)
-            let oneTime = writes.redemptions.map(\.oneTime)
-            let customerIds = writes.redemptions.map(\.customerId)
-            let keys: [String?] = writes.redemptions.map(\.idempotencyKey)
-            statements.append(
-                """
-                INSERT INTO redemptions (tenant_id, redemption_id, campaign_id, code, one_time, customer_id,
-                                         idempotency_key)
-                SELECT \(tenant), r.id, \(campaignId), r.code, r.one_time, r.customer, r.key
-                FROM unnest(\(ids)::uuid[], \(codes)::text[], \(oneTime)::bool[], \(customerIds)::text[],
-                            \(keys)::text[]) AS r(id, code, one_time, customer, key)
-                """)
-            statements.append(
-                """
-                UPDATE campaigns SET redeemed = redeemed + \(Int64(n))
-                WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
-                      AND (total_limit IS NULL OR redeemed + \(Int64(n)) <= total_limit)
-                RETURNING redeemed
-                """)
+        let n = Int64(writes.redemptions.count)
+        guard n > 0 else {
+            try await connection.query("COMMIT")
+            return value
         }
-        if !writes.idempotency.isEmpty {
-            let keys = writes.idempotency.map(\.key)
-            let hashes = writes.idempotency.map(\.record.requestHash)
-            let responses = writes.idempotency.map(\.record.responseJSON)
-            statements.append(
+        let ids = writes.redemptions.map(\.redemptionId)
+        let codes = writes.redemptions.map(\.code)
+        let oneTime = writes.redemptions.map(\.oneTime)
+        let customerIds = writes.redemptions.map(\.customerId)
+        let redemptionKeys: [String?] = writes.redemptions.map(\.idempotencyKey)
+        let keys = writes.idempotency.map(\.key)
+        let hashes = writes.idempotency.map(\.record.requestHash)
+        let responses = writes.idempotency.map(\.record.responseJSON)
+        let results = try await connection.pipeline(
+            [
                 """
-                INSERT INTO idempotency_records (tenant_id, idempotency_key, method, request_hash, response)
-                SELECT \(tenant), x.key, 'codes.redeem', decode(x.hash, 'hex'), x.response::jsonb
-                FROM unnest(\(keys)::text[], \(hashes)::text[], \(responses)::text[]) AS x(key, hash, response)
-                """)
+                WITH counted AS (
+                    UPDATE campaigns SET redeemed = redeemed + \(n)
+                    WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
+                          AND (total_limit IS NULL OR redeemed + \(n) <= total_limit)
+                    RETURNING redeemed),
+                inserted AS (
+                    INSERT INTO redemptions (tenant_id, redemption_id, campaign_id, code, one_time, customer_id,
+                                             idempotency_key)
+                    SELECT \(tenant), r.id, \(campaignId), r.code, r.one_time, r.customer, r.key
+                    FROM unnest(\(ids)::uuid[], \(codes)::text[], \(oneTime)::bool[], \(customerIds)::text[],
+                                \(redemptionKeys)::text[]) AS r(id, code, one_time, customer, key)
+                         CROSS JOIN counted
+                    RETURNING idempotency_key),
+                remembered AS (
+                    INSERT INTO idempotency_records (tenant_id, idempotency_key, method, request_hash, response)
+                    SELECT \(tenant), x.key, 'codes.redeem', decode(x.hash, 'hex'), x.response::jsonb
+                    FROM unnest(\(keys)::text[], \(hashes)::text[], \(responses)::text[]) AS x(key, hash, response)
+                    WHERE x.key IN (SELECT idempotency_key FROM inserted)
+                    RETURNING 1)
+                SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM remembered)
+                """,
+                "COMMIT",
+            ], prepared: true)
+        guard results.count == 2 else { throw StoreError.corrupt("pipeline returned \(results.count) results") }
+        let written = try results[0].get().first.map { try $0.decode(Int64.self, Int64.self) }
+        let commit = try results[1].get()
+        guard commit.commandTag == "COMMIT" else {
+            throw PostgresError(kind: .transactionAborted, message: "COMMIT of a redemption batch rolled back")
         }
-        guard !statements.isEmpty else { return value }
-        let results = try await tx.pipeline(statements, prepared: true)
-        for result in results { _ = try result.get() }
-        if n > 0 {
-            // Cannot happen while the row is locked and `decide` respected the limit; if it does, roll back.
-            guard (try results[1].get().affectedRows ?? 0) == 1 else {
-                throw StoreError.corrupt("the campaign counter refused a batch of \(n) that decide() admitted")
-            }
+        // Only if `decide` admitted more than the locked counter allowed: nothing was written (the insert depends
+        // on the counter update), and no request of the batch may be told it succeeded.
+        guard let written, written.0 == n, written.1 == Int64(keys.count) else {
+            throw StoreError.corrupt("the campaign counter refused a batch of \(n) that decide() admitted")
         }
         return value
     }
