@@ -4,7 +4,7 @@ import Foundation
 import JSONRPC
 import Testing
 
-@Suite(.serialized, .disabled("campaign methods land with the codes branch"))
+@Suite(.serialized)
 struct CampaignCommandTests {
     /// A tenant with the test catalog (its code offer is `code-y`).
     func prepared(_ gateway: TestGateway) async throws {

@@ -46,6 +46,8 @@ public final class Gateway: RPCHandler {
     let catalogs: CatalogCache
     let signers: SignerCache
     let customers: CustomerCache
+    /// Group commit of code redemptions (one owner per campaign).
+    let redemptions: RedemptionCoordinator
     public let stats = GatewayStats()
     private let methods: [String: MethodSpec]
 
@@ -60,6 +62,7 @@ public final class Gateway: RPCHandler {
         self.catalogs = CatalogCache(repository: database.catalog)
         self.signers = SignerCache(repository: database.signingKeys, sealer: sealer)
         self.customers = CustomerCache(repository: database.subscriptions, capacity: options.customerCacheSize)
+        self.redemptions = RedemptionCoordinator(repository: database.campaigns, clock: options.clock)
         var table: [String: MethodSpec] = [:]
         for spec in Self.allMethods {
             table[spec.name] = spec
@@ -69,7 +72,7 @@ public final class Gateway: RPCHandler {
 
     static var allMethods: [MethodSpec] {
         SystemMethods.all + SessionMethods.all + TenantAdminMethods.all + KeyMethods.all + CatalogMethods.all
-            + CustomerMethods.all + OfferMethods.all
+            + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all
     }
 
     /// The names of every method this gateway answers (for docs and tests).

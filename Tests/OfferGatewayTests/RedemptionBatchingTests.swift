@@ -1,0 +1,214 @@
+import Foundation
+import OfferDomain
+import OfferStore
+import Testing
+
+@testable import OfferGateway
+
+@Suite("Group commit state machine")
+struct RedemptionBatcherTests {
+    typealias Batcher = GroupCommitBatcher<Int>
+
+    static func batch(_ action: Batcher.Action) -> [Int]? {
+        if case .commit(let items) = action { return items }
+        return nil
+    }
+
+    @Test func idleRequestCommitsAtOnce() {
+        var b = Batcher(maxBatchSize: 10)
+        #expect(Self.batch(b.submit(1)) == [1])
+        #expect(b.phase == .committing)
+    }
+
+    @Test func requestsDuringACommitFormTheNextBatch() {
+        var b = Batcher(maxBatchSize: 10)
+        _ = b.submit(1)
+        for i in 2...5 {
+            guard case .none = b.submit(i) else {
+                Issue.record("a request during a commit must wait")
+                return
+            }
+        }
+        #expect(b.queue == [2, 3, 4, 5])
+        #expect(Self.batch(b.batchFinished()) == [2, 3, 4, 5])
+        #expect(b.queue.isEmpty)
+        guard case .none = b.batchFinished() else {
+            Issue.record("nothing queued: no batch")
+            return
+        }
+        #expect(b.phase == .idle)
+    }
+
+    @Test func batchesAreCappedAtMaxBatchSize() {
+        var b = Batcher(maxBatchSize: 3)
+        _ = b.submit(0)
+        for i in 1...7 { _ = b.submit(i) }
+        #expect(Self.batch(b.batchFinished()) == [1, 2, 3])
+        #expect(Self.batch(b.batchFinished()) == [4, 5, 6])
+        #expect(Self.batch(b.batchFinished()) == [7])
+        guard case .none = b.batchFinished() else {
+            Issue.record("expected idle")
+            return
+        }
+        #expect(b.phase == .idle)
+        #expect(Self.batch(b.submit(8)) == [8])
+    }
+
+    @Test func lingeringWaitsForTheTimer() {
+        var b = Batcher(maxBatchSize: 10, lingers: true)
+        guard case .startTimer = b.submit(1) else {
+            Issue.record("a lingering batcher starts a timer")
+            return
+        }
+        guard case .none = b.submit(2) else {
+            Issue.record("no second timer")
+            return
+        }
+        #expect(b.phase == .lingering)
+        #expect(Self.batch(b.timerFired()) == [1, 2])
+        guard case .none = b.timerFired() else {
+            Issue.record("a stale timer does nothing")
+            return
+        }
+        _ = b.submit(3)
+        #expect(Self.batch(b.batchFinished()) == [3])
+    }
+
+    @Test func unexpectedEventsDoNothing() {
+        var b = Batcher(maxBatchSize: 10)
+        guard case .none = b.batchFinished(), case .none = b.timerFired() else {
+            Issue.record("idle batcher ignores finished/timer")
+            return
+        }
+        #expect(b.phase == .idle)
+    }
+
+    @Test func drainReturnsQueued() {
+        var b = Batcher(maxBatchSize: 10)
+        _ = b.submit(1)
+        _ = b.submit(2)
+        _ = b.submit(3)
+        #expect(b.drain() == [2, 3])
+        #expect(b.queue.isEmpty)
+    }
+}
+
+@Suite("Redemption batch decisions")
+struct RedemptionDeciderTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func campaign(
+        kind: CampaignKind = .custom, total: Int? = nil, perCustomer: Int = 1, startsAt: Date? = nil,
+        expiresAt: Date? = nil, deactivatedAt: Date? = nil
+    ) throws -> Campaign {
+        try Campaign(
+            id: "c", offerId: "o", kind: kind, code: kind == .custom ? "SPRING" : nil, totalLimit: total,
+            perCustomerLimit: perCustomer, startsAt: startsAt, expiresAt: expiresAt, deactivatedAt: deactivatedAt)
+    }
+
+    static func attempt(_ customer: String, code: String = "SPRING", oneTime: Bool = false, key: String? = nil)
+        -> RedemptionAttempt
+    {
+        RedemptionAttempt(
+            customerId: customer, code: code, oneTime: oneTime, idempotencyKey: key,
+            requestHash: RedemptionCoordinator.requestHash(code: code, customerId: customer), redemptionId: UUID())
+    }
+
+    static func decide(
+        _ attempts: [RedemptionAttempt], _ campaign: Campaign, redeemed: Int = 0, perCustomer: [String: Int] = [:],
+        used: Set<String> = [], records: [String: IdempotencyRecord] = [:]
+    ) -> [RedemptionVerdict] {
+        RedemptionDecider.decide(
+            attempts, campaign: campaign, at: now, redeemed: redeemed, perCustomer: perCustomer, usedCodes: used,
+            records: records)
+    }
+
+    @Test func batchIsCutToTheRemainingCapacity() throws {
+        let attempts = (0..<5).map { Self.attempt("u\($0)") }
+        let verdicts = Self.decide(attempts, try Self.campaign(total: 10), redeemed: 7)
+        #expect(verdicts == [.accepted, .accepted, .accepted, .refused(.codeExhausted), .refused(.codeExhausted)])
+    }
+
+    @Test func unlimitedCampaignAcceptsAll() throws {
+        let attempts = (0..<50).map { Self.attempt("u\($0)") }
+        #expect(Self.decide(attempts, try Self.campaign(), redeemed: 1_000_000).allSatisfy { $0 == .accepted })
+    }
+
+    @Test func perCustomerLimitCountsStoredAndBatchRedemptions() throws {
+        let attempts = [Self.attempt("a"), Self.attempt("a"), Self.attempt("a"), Self.attempt("b")]
+        let verdicts = Self.decide(attempts, try Self.campaign(perCustomer: 2), perCustomer: ["a": 1, "b": 2])
+        #expect(
+            verdicts == [
+                .accepted, .refused(.customerLimitReached), .refused(.customerLimitReached),
+                .refused(.customerLimitReached),
+            ])
+    }
+
+    @Test func customerLimitIsCheckedBeforeCapacity() throws {
+        let verdicts = Self.decide(
+            [Self.attempt("a"), Self.attempt("b")], try Self.campaign(total: 1), perCustomer: ["a": 1])
+        #expect(verdicts == [.refused(.customerLimitReached), .accepted])
+    }
+
+    @Test func oneTimeCodeIsRedeemedOnce() throws {
+        let campaign = try Self.campaign(kind: .oneTime)
+        let attempts = [
+            Self.attempt("a", code: "X", oneTime: true), Self.attempt("b", code: "X", oneTime: true),
+            Self.attempt("c", code: "Y", oneTime: true), Self.attempt("d", code: "Z", oneTime: true),
+        ]
+        let verdicts = Self.decide(attempts, campaign, used: ["Y"])
+        #expect(verdicts == [.accepted, .refused(.codeExhausted), .refused(.codeExhausted), .accepted])
+    }
+
+    @Test func oneTimeCodeRefusedByCustomerLimitStaysAvailableInTheBatch() throws {
+        let campaign = try Self.campaign(kind: .oneTime)
+        let attempts = [Self.attempt("a", code: "X", oneTime: true), Self.attempt("b", code: "X", oneTime: true)]
+        let verdicts = Self.decide(attempts, campaign, perCustomer: ["a": 1])
+        #expect(verdicts == [.refused(.customerLimitReached), .accepted])
+    }
+
+    @Test(arguments: [
+        (
+            Optional(now.addingTimeInterval(60)), Optional<Date>.none, Optional<Date>.none,
+            Campaign.Refusal.campaignNotStarted
+        ),
+        (nil, Optional(now), nil, .campaignExpired),
+        (nil, nil, Optional(now.addingTimeInterval(-1)), .campaignDeactivated),
+    ])
+    func inactiveCampaignRefusesEveryone(starts: Date?, expires: Date?, deactivated: Date?, refusal: Campaign.Refusal)
+        throws
+    {
+        let campaign = try Self.campaign(startsAt: starts, expiresAt: expires, deactivatedAt: deactivated)
+        #expect(
+            Self.decide([Self.attempt("a"), Self.attempt("b")], campaign) == [.refused(refusal), .refused(refusal)])
+    }
+
+    @Test func storedKeyReplaysOrConflicts() throws {
+        let same = Self.attempt("a", key: "k1")
+        let other = Self.attempt("b", key: "k2")
+        let records = [
+            "k1": IdempotencyRecord(requestHash: same.requestHash, responseJSON: "{\"redemptionId\":\"x\"}"),
+            "k2": IdempotencyRecord(requestHash: "00", responseJSON: "{}"),
+        ]
+        let verdicts = Self.decide([same, other], try Self.campaign(total: 1), records: records)
+        #expect(verdicts == [.replay("{\"redemptionId\":\"x\"}"), .keyConflict])
+    }
+
+    @Test func repeatedKeyInOneBatchUsesTheFirstOutcome() throws {
+        let first = Self.attempt("a", key: "k")
+        let again = Self.attempt("a", key: "k")
+        let different = Self.attempt("b", key: "k")
+        let verdicts = Self.decide([first, again, different, Self.attempt("c")], try Self.campaign(total: 2))
+        #expect(verdicts == [.accepted, .sameAs(0), .keyConflict, .accepted])
+    }
+
+    @Test func replayedAnswersCarryReplayedTrue() throws {
+        let first = Self.attempt("a", key: "k")
+        // The coordinator's answer for `sameAs` is the first outcome with replayed: true.
+        let value = RedemptionCoordinator.with(["redemptionId": "r", "replayed": false], replayed: true)
+        #expect(value["replayed"]?.boolValue == true)
+        #expect(value["redemptionId"]?.stringValue == "r")
+        #expect(first.requestHash == RedemptionCoordinator.requestHash(code: "SPRING", customerId: "a"))
+        #expect(first.requestHash != RedemptionCoordinator.requestHash(code: "SPRING", customerId: "b"))
+    }
+}

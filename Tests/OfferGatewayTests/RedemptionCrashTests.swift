@@ -1,0 +1,266 @@
+import Foundation
+import JSONRPC
+import OfferCrypto
+import OfferStore
+import Synchronization
+import Testing
+
+@testable import OfferGateway
+
+/// A redemption storm that keeps going until told to stop, recording what clients saw. Transport failures (the
+/// gateway died) end a connection's loop; RPC errors are counted by code.
+final class RedemptionStorm: Sendable {
+    struct Seen: Sendable {
+        var successes: [String] = []
+        var errors: [Int: Int] = [:]
+        var transportFailures = 0
+    }
+
+    let seen = Mutex(Seen())
+    let stopped = Atomic<Bool>(false)
+    let nextCustomer = Atomic<Int>(0)
+    let prefix: String
+
+    init(prefix: String) {
+        self.prefix = prefix
+    }
+
+    var successes: Int { seen.withLock { $0.successes.count } }
+
+    /// Runs `connections` loops on `socket` until `stop()` (or the gateway dies).
+    func run(socket: String, apiKey: String, code: String, connections: Int) async {
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<connections {
+                group.addTask {
+                    guard let client = try? await RPCClient.connect(to: "unix:" + socket),
+                        (try? await client.call(method: "session.authenticate", params: ["apiKey": .string(apiKey)]))
+                            != nil
+                    else {
+                        self.seen.withLock { $0.transportFailures += 1 }
+                        return
+                    }
+                    while !self.stopped.load(ordering: .relaxed) {
+                        let n = self.nextCustomer.wrappingAdd(1, ordering: .relaxed).oldValue
+                        do {
+                            let result = try await client.call(
+                                method: "codes.redeem",
+                                params: ["code": .string(code), "customerId": .string("\(self.prefix)-\(n)")],
+                                timeout: .seconds(20))
+                            if let id = result["redemptionId"]?.stringValue {
+                                self.seen.withLock { $0.successes.append(id) }
+                            }
+                        } catch let error as RPCError {
+                            self.seen.withLock { $0.errors[error.code, default: 0] += 1 }
+                        } catch {
+                            self.seen.withLock { $0.transportFailures += 1 }
+                            break
+                        }
+                    }
+                    client.close()
+                }
+            }
+        }
+    }
+
+    func stop() { stopped.store(true, ordering: .relaxed) }
+}
+
+/// Waits until `condition` holds (polling), or `timeout` passes.
+func redemptionEventually(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await condition()
+}
+
+@Suite("Redemption survives crashes", .serialized)
+struct RedemptionCrashTests {
+    /// A spawned `offergate serve` on a Unix socket.
+    struct SpawnedGateway {
+        let process: Process
+        let socket: String
+
+        static func start(databaseURL: String, adminKey: String, masterKey: String) async throws -> SpawnedGateway {
+            let binary = RedemptionSupport.repositoryRoot.appendingPathComponent(".build/debug/offergate")
+            guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+                throw RedemptionSupport.MissingEnvironment(
+                    variable: "the built gateway (run `swift build`): \(binary.path)")
+            }
+            let socket = RedemptionSupport.socketPath()
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = [
+                "serve", "--listen", "unix:" + socket, "--database-url", databaseURL, "--pool-size", "8",
+                "--log-level", "error", "--quiet-requests",
+            ]
+            var environment = ProcessInfo.processInfo.environment
+            environment["OFFERGATE_ADMIN_KEY"] = adminKey
+            environment["OFFERGATE_MASTER_KEY"] = masterKey
+            process.environment = environment
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let up = await redemptionEventually {
+                guard let client = try? await RPCClient.connect(to: "unix:" + socket) else { return false }
+                defer { client.close() }
+                return (try? await client.call(method: "system.ping", params: [:])) != nil
+            }
+            guard up else {
+                kill(process.processIdentifier, SIGKILL)
+                throw RedemptionSupport.MissingEnvironment(variable: "a gateway listening on \(socket)")
+            }
+            return SpawnedGateway(process: process, socket: socket)
+        }
+
+        func client(apiKey: String) async throws -> RPCClient {
+            let client = try await RPCClient.connect(to: "unix:" + socket)
+            _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(apiKey)])
+            return client
+        }
+
+        /// Never leaves a gateway behind, whatever the test did.
+        func killIfRunning() {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            unlink(socket)
+        }
+
+        func kill9() async {
+            kill(process.processIdentifier, SIGKILL)
+            await waitForExit()
+        }
+
+        func terminate() async {
+            kill(process.processIdentifier, SIGTERM)
+            await waitForExit()
+        }
+
+        /// Polls (never blocks a cooperative thread in waitpid).
+        private func waitForExit() async {
+            _ = await redemptionEventually(timeout: .seconds(15)) { !process.isRunning }
+            unlink(socket)
+        }
+    }
+
+    @Test func sigkillMidStormLosesNoAcknowledgedRedemptionAndNeverOverRedeems() async throws {
+        try await RedemptionSupport.withDatabase { url in
+            let adminKey = "og_admin_crash_test"
+            let padded = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
+            let limit = 400
+            let first = try await SpawnedGateway.start(databaseURL: url, adminKey: adminKey, masterKey: padded)
+            defer { first.killIfRunning() }
+            let admin = try await first.client(apiKey: adminKey)
+            let apiKey = try await RedemptionSupport.seedTenant(admin, slug: "crash")
+            _ = try await admin.call(
+                method: "campaigns.create",
+                params: [
+                    "tenant": "crash", "campaignId": "c", "offerId": "code1", "kind": "custom", "code": "CRASH",
+                    "totalLimit": .int(limit),
+                ])
+            admin.close()
+
+            // Storm the first gateway; SIGKILL it once some redemptions were acknowledged.
+            let storm1 = RedemptionStorm(prefix: "a")
+            async let done1: Void = storm1.run(socket: first.socket, apiKey: apiKey, code: "CRASH", connections: 32)
+            let progressed = await redemptionEventually { storm1.successes >= 100 }
+            await first.kill9()
+            storm1.stop()
+            await done1
+            #expect(progressed)
+            let before = storm1.seen.withLock { $0 }
+            #expect(before.successes.count >= 100)
+            #expect(before.successes.count < limit)
+
+            // Restart and storm until the limit is reached.
+            let second = try await SpawnedGateway.start(databaseURL: url, adminKey: adminKey, masterKey: padded)
+            defer { second.killIfRunning() }
+            let storm2 = RedemptionStorm(prefix: "b")
+            async let done2: Void = storm2.run(socket: second.socket, apiKey: apiKey, code: "CRASH", connections: 32)
+            let exhausted = await redemptionEventually {
+                storm2.seen.withLock { ($0.errors[-32041] ?? 0) >= 64 }
+            }
+            storm2.stop()
+            await done2
+            await second.terminate()
+            #expect(exhausted)
+            let after = storm2.seen.withLock { $0 }
+            #expect(Set(after.errors.keys).isSubset(of: [-32041]))
+
+            let database = try RedemptionDatabaseOpener.open(url)
+            let rows = try await RedemptionRows.read(database, campaignId: "c")
+            let stored = Set(
+                try await database.pool.query("SELECT redemption_id::text FROM redemptions").map {
+                    try $0.decode(String.self, at: 0)
+                })
+            await database.pool.close()
+            // Every acknowledged success is durable; the counter matches the rows; the limit holds exactly.
+            #expect(Set(before.successes).isSubset(of: stored))
+            #expect(Set(after.successes).isSubset(of: stored))
+            #expect(rows.live == rows.counter)
+            #expect(rows.live == limit)
+            #expect(before.successes.count + after.successes.count <= limit)
+        }
+    }
+
+    @Test func postgresRestartMidStormRecoversWithoutOverRedeeming() async throws {
+        try await RedemptionSupport.withDatabase(restartable: true) { url in
+            let gateways = try await RedemptionGateways.start(url: url, count: 2, poolSize: 6)
+            do {
+                let admin = try await gateways.client()
+                let apiKey = try await RedemptionSupport.seedTenant(admin, slug: "pgrestart")
+                let limit = 5000
+                _ = try await admin.call(
+                    method: "campaigns.create",
+                    params: [
+                        "tenant": "pgrestart", "campaignId": "c", "offerId": "code1", "kind": "custom",
+                        "code": "BOUNCE",
+                        "totalLimit": .int(limit),
+                    ])
+                let storm = RedemptionStorm(prefix: "r")
+                async let done1: Void = storm.run(
+                    socket: gateways.sockets[0], apiKey: apiKey, code: "BOUNCE", connections: 16)
+                async let done2: Void = storm.run(
+                    socket: gateways.sockets[1], apiKey: apiKey, code: "BOUNCE", connections: 16)
+                #expect(await redemptionEventually { storm.successes >= 50 })
+                try await RedemptionSupport.restartServer()
+                let beforeRecovery = storm.successes
+                // The gateways recover by themselves: successes resume until the limit is reached.
+                let exhausted = await redemptionEventually(timeout: .seconds(60)) {
+                    storm.seen.withLock { ($0.errors[-32041] ?? 0) >= 32 }
+                }
+                storm.stop()
+                #expect(exhausted)
+                #expect(storm.successes > beforeRecovery)
+                _ = await (done1, done2)
+                let seen = storm.seen.withLock { $0 }
+                #expect(seen.transportFailures == 0)
+                #expect(Set(seen.errors.keys).isSubset(of: [-32050, -32041]))
+                #expect((seen.errors[-32050] ?? 0) > 0, "clients should have seen -32050 while PostgreSQL restarted")
+                let database = try gateways.database()
+                let rows = try await RedemptionRows.read(database, campaignId: "c")
+                let stored = Set(
+                    try await database.pool.query("SELECT redemption_id::text FROM redemptions").map {
+                        try $0.decode(String.self, at: 0)
+                    })
+                await database.pool.close()
+                #expect(Set(seen.successes).isSubset(of: stored))
+                #expect(rows.live == rows.counter)
+                // Failed COMMITs have unknown outcomes: rows may exceed acknowledgements, never the limit.
+                #expect(rows.live == limit)
+                #expect(seen.successes.count <= limit)
+                await gateways.shutdown()
+            } catch {
+                await gateways.shutdown()
+                throw error
+            }
+        }
+    }
+}
+
+enum RedemptionDatabaseOpener {
+    static func open(_ url: String) throws -> OfferStore.OfferDatabase {
+        try OfferStore.OfferDatabase.connect(url: url, maxConnections: 2)
+    }
+}
