@@ -196,6 +196,15 @@ struct ConformanceTests {
             _ = try await client.call(
                 method: "offers.sign",
                 params: ["customerId": "c1", "productId": "monthly", "offerId": "promo.half", "format": "v1"])
+            // a NUL byte would be cut off by libpq: "K1\0x" must not retire K1, "acme\0x" must not name acme
+            let nul = await expectRPCError(-32602, param: "params.keyId") {
+                try await admin.call(method: "keys.retire", params: ["tenant": "acme", "keyId": "K1\u{0}x"])
+            }
+            #expect(nul != nil)
+            #expect(try await admin.call(method: "keys.list", params: ["tenant": "acme"])["keys"]?[0]?["state"] == "active")
+            await expectRPCError(-32004) {
+                try await admin.call(method: "keys.list", params: ["tenant": "acme\u{0}x"])
+            }
             _ = try await admin.call(method: "keys.retire", params: ["tenant": "acme", "keyId": "K1"])
             let keys = try await admin.call(method: "keys.list", params: ["tenant": "acme"])
             #expect(keys["keys"]?[0]?["state"]?.stringValue == "retired")

@@ -51,6 +51,24 @@ struct HostileInputTests {
             }
         }
         frames += validLines
+        // hostile strings in every string field of a catalog.upsert
+        let upsert = JSONValue.object(Catalogs.standard(tenant: "fuzz-a"))
+        for path in stringPaths(upsert) where path != ["tenant"] {
+            for hostile in MethodTable.hostileStrings.prefix(4) + MethodTable.hostileStrings.suffix(10).prefix(4)
+                + MethodTable.hostileStrings.suffix(1) {
+                frames.append(request("catalog.upsert", replacing(upsert, at: path, with: .string(hostile))))
+            }
+        }
+        // hostile strings in every string field of a real .storekit file
+        if let storekit = try? JSONParsing.parse(Array((try? Data(contentsOf: EndToEndTests.fixture)) ?? Data())) {
+            for path in stringPaths(storekit) {
+                for hostile in MethodTable.hostileStrings.prefix(4) + MethodTable.hostileStrings.suffix(10).prefix(4)
+                + MethodTable.hostileStrings.suffix(1) {
+                    frames.append(request("catalog.import", ["tenant": "fuzz-a", "storekit": replacing(storekit, at: path, with: .string(hostile))]))
+                }
+                frames.append(request("catalog.import", ["tenant": "fuzz-a", "storekit": replacing(storekit, at: path, with: 12)]))
+            }
+        }
         // truncated JSON: every prefix of every valid line (each is a parse error)
         for line in validLines where line.count < 400 {
             for cut in 1..<line.count { frames.append(Array(line[..<cut])) }
@@ -151,7 +169,9 @@ struct HostileInputTests {
                 #expect(try await victim.call(method: "catalog.get", params: [:]) == victimCatalog)
             }
             #expect(answered == frames.count)
-            #expect(codes[-32603] == nil, "no internal errors from bad input: \(codes)")
+            #expect(
+                codes[-32603] == nil,
+                "no internal errors from bad input: \(codes) \(gw.logs.all.filter { $0.contains("-32603") })")
             #expect((codes[-32700] ?? 0) > 3000 && (codes[-32602] ?? 0) > 1000, "\(codes)")
             #expect(results > 100)
 
@@ -170,6 +190,32 @@ struct HostileInputTests {
             #expect(try await Self.rowCounts(gw, tenant: idB) == rowsB)
             #expect(try await gw.count("SELECT count(*)::int8 FROM tenants") == 2 + tenantsCreated)
             #expect(try await gw.count("SELECT count(*)::int8 FROM subscription_transactions WHERE tenant_id <> \(idB)") >= 1)
+        }
+    }
+
+    /// Paths (object keys and array indexes) of every string in `value`.
+    static func stringPaths(_ value: JSONValue, prefix: [String] = []) -> [[String]] {
+        switch value {
+        case .string: return [prefix]
+        case .array(let items):
+            return items.enumerated().flatMap { stringPaths($0.element, prefix: prefix + [String($0.offset)]) }
+        case .object(let object):
+            return object.flatMap { stringPaths($0.value, prefix: prefix + [$0.key]) }
+        default: return []
+        }
+    }
+
+    static func replacing(_ value: JSONValue, at path: [String], with new: JSONValue) -> JSONValue {
+        guard let head = path.first else { return new }
+        let rest = Array(path.dropFirst())
+        switch value {
+        case .array(var items):
+            if let index = Int(head), items.indices.contains(index) { items[index] = replacing(items[index], at: rest, with: new) }
+            return .array(items)
+        case .object(var object):
+            if let child = object[head] { object[head] = replacing(child, at: rest, with: new) }
+            return .object(object)
+        default: return value
         }
     }
 

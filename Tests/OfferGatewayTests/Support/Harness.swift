@@ -44,7 +44,7 @@ struct TestGateway: Sendable {
         configure: (inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _ in }
     ) async throws -> TestGateway {
         let database = OfferDatabase(
-            pool: PostgresPool(configuration: configuration, maxConnections: 8, acquireTimeout: .seconds(3)))
+            pool: PostgresPool(configuration: configuration, maxConnections: 8, acquireTimeout: .seconds(15)))
         try await database.migrate()
         var options = GatewayOptions(adminKey: adminKey)
         options.clock = { TestGateway.now }
