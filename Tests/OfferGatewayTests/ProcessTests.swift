@@ -10,7 +10,8 @@ struct SpawnedGateway {
     let process: Process
     let client: RPCClient
     let stdin: Pipe
-    let stderr: Pipe
+    /// The child's stderr goes to a file: a pipe could be held open by unrelated children and never reach EOF.
+    let stderrPath: String
 
     static var binary: URL { TestDatabase.packageRoot.appendingPathComponent(".build/debug/offergate") }
 
@@ -25,14 +26,17 @@ struct SpawnedGateway {
         process.environment = environment
         let stdin = Pipe()
         let stdout = Pipe()
-        let stderr = Pipe()
+        let stderrPath = "/tmp/og-gwt-stderr-\(UUID().uuidString.prefix(8)).log"
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let stderr = try #require(FileHandle(forWritingAtPath: stderrPath))
+        defer { try? stderr.close() }
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
         let client = try await RPCClient.attach(reading: stdout.fileHandleForReading, writing: stdin.fileHandleForWriting)
         try? stdout.fileHandleForReading.close()
-        return SpawnedGateway(process: process, client: client, stdin: stdin, stderr: stderr)
+        return SpawnedGateway(process: process, client: client, stdin: stdin, stderrPath: stderrPath)
     }
 
     /// Closes stdin and waits (off the cooperative pool) for the exit status.
@@ -98,7 +102,8 @@ struct StdioTests {
             #expect(last?["id"]?.stringValue == "last")
             #expect(last?["result"]?["database"]?.stringValue == "ok")
             #expect(status == 0)
-            let log = String(decoding: (try? gw.stderr.fileHandleForReading.readToEnd()) ?? Data(), as: UTF8.self)
+            let log = String(decoding: FileManager.default.contents(atPath: gw.stderrPath) ?? Data(), as: UTF8.self)
+            unlink(gw.stderrPath)
             #expect(log.contains("\"level\""), "logs go to stderr as JSON lines")
             #expect(!log.contains(adminKey) && !log.contains(apiKey))
         }

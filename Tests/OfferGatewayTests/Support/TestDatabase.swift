@@ -61,7 +61,11 @@ struct TestDatabase {
         }
         let script = packageRoot.appendingPathComponent("ops/pg")
         func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-        let line = "/bin/bash \(quoted(script.path)) \(command) \(quoted(dir)) </dev/null >/dev/null 2>&1"
+        // Close every inherited descriptor above stderr first: the daemonised server would otherwise keep open the
+        // pipes of processes other tests spawned at the same moment (so those would never see EOF).
+        let closeAll = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done 2>/dev/null; "#
+        let line = "/bin/bash -c \(quoted(closeAll + "exec /bin/bash \(quoted(script.path)) \(command) \(quoted(dir))"))"
+            + " </dev/null >/dev/null 2>&1"
         let status: Int32 = await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: system(line)) }
             thread.start()
