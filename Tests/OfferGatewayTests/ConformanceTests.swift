@@ -91,7 +91,7 @@ struct ConformanceTests {
             try admin.sendRaw(bytes: JSONSerializer.serialize(slow) + [0x0A]
                 + Array(#"{"jsonrpc":"2.0","id":"fast","method":"system.ping"}"#.utf8) + [0x0A])
             let first = try #require(try await admin.nextRawValue())
-            let second = try #require(try await admin.nextRawValue(timeout: .seconds(30)))
+            let second = try #require(try await admin.nextRawValue(timeout: .seconds(100)))
             #expect(first["id"]?.stringValue == "fast", "responses come in completion order")
             #expect(second["id"]?.stringValue == "slow")
             #expect(second["result"]?["imported"]?["products"]?.int64Value == 2000, "\(second.text.prefix(300))")
@@ -292,7 +292,8 @@ struct ConformanceTests {
 
     @Test("1,000 concurrent connections are served")
     func thousandConnections() async throws {
-        try await TestGateway.with(logLevel: .warning) { gw in
+        // A long acquire timeout: 1,000 authentications queue for the pool on a busy 2-core machine.
+        try await TestGateway.with(logLevel: .warning, poolSize: 12, acquireTimeout: .seconds(90)) { gw in
             let admin = try await gw.admin()
             defer { admin.close() }
             let key = try await gw.createTenant("acme", admin: admin)
@@ -302,10 +303,10 @@ struct ConformanceTests {
             let ok = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for client in clients {
                     group.addTask {
-                        let ping = try await client.call(method: "system.ping", timeout: .seconds(30))
+                        let ping = try await client.call(method: "system.ping", timeout: .seconds(100))
                         let auth = try await client.call(
-                            method: "session.authenticate", params: ["apiKey": .string(key)], timeout: .seconds(30))
-                        let catalog = try await client.call(method: "catalog.get", params: [:], timeout: .seconds(30))
+                            method: "session.authenticate", params: ["apiKey": .string(key)], timeout: .seconds(100))
+                        let catalog = try await client.call(method: "catalog.get", params: [:], timeout: .seconds(100))
                         return ping == .object([:]) && auth["tenant"]?.stringValue == "acme"
                             && catalog["products"]?.arrayValue?.count == 2
                     }

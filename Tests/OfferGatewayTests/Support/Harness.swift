@@ -21,12 +21,15 @@ struct TestGateway: Sendable {
 
     /// Runs `body` against a fresh gateway (and database), then shuts both down.
     static func with<T>(
-        restartable: Bool = false, logLevel: LogLevel = .info,
+        restartable: Bool = false, logLevel: LogLevel = .info, poolSize: Int = 8,
+        acquireTimeout: Duration = .seconds(15),
         configure: (inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _ in },
         _ body: (TestGateway) async throws -> T
     ) async throws -> T {
         try await TestDatabase.with(restartable: restartable) { configuration in
-            let gateway = try await start(configuration: configuration, logLevel: logLevel, configure: configure)
+            let gateway = try await start(
+                configuration: configuration, logLevel: logLevel, poolSize: poolSize, acquireTimeout: acquireTimeout,
+                configure: configure)
             do {
                 let value = try await body(gateway)
                 await gateway.stop()
@@ -40,11 +43,12 @@ struct TestGateway: Sendable {
 
     /// Starts a gateway on an existing (migrated or not) database.
     static func start(
-        configuration: PostgresConfiguration, logLevel: LogLevel = .info,
+        configuration: PostgresConfiguration, logLevel: LogLevel = .info, poolSize: Int = 8,
+        acquireTimeout: Duration = .seconds(15),
         configure: (inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _ in }
     ) async throws -> TestGateway {
         let database = OfferDatabase(
-            pool: PostgresPool(configuration: configuration, maxConnections: 8, acquireTimeout: .seconds(15)))
+            pool: PostgresPool(configuration: configuration, maxConnections: poolSize, acquireTimeout: acquireTimeout))
         try await database.migrate()
         var options = GatewayOptions(adminKey: adminKey)
         options.clock = { TestGateway.now }
