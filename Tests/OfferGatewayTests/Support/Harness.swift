@@ -10,7 +10,7 @@ import Testing
 struct TestGateway: Sendable {
     static let adminKey = "og_admin_test_" + UUID().uuidString
     /// The decision clock of every test gateway: decisions and signature timestamps are reproducible.
-    static let now = Date(timeIntervalSince1970: 1_795_089_600)  // 2026-11-18T12:00:00Z
+    static let now = Date(timeIntervalSince1970: 1_795_089_600)  // 2026-11-19T12:00:00Z
 
     let service: GatewayService
     let database: OfferDatabase
