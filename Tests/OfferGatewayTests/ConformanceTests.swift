@@ -226,6 +226,19 @@ struct ConformanceTests {
                     params: ["customerId": "c1", "productId": "monthly", "offerId": "promo.half", "format": "jws"])
             }
             #expect(noIssuer?.reason == "issuer_id_missing")
+            // a new key becomes active, the previously active one goes to standby; V1 signs with the new key
+            try await gw.importKey(tenant: "acme", keyId: "K3", admin: admin)
+            let states = try await admin.call(method: "keys.list", params: ["tenant": "acme"])["keys"]?.arrayValue ?? []
+            #expect(Dictionary(uniqueKeysWithValues: states.map { ($0["keyId"]?.stringValue ?? "", $0["state"]?.stringValue ?? "") })
+                == ["K1": "retired", "K2": "standby", "K3": "active"])
+            #expect(!states.contains { $0.text.contains("PRIVATE") })
+            let signed = try await client.call(
+                method: "offers.sign",
+                params: ["customerId": "c1", "productId": "monthly", "offerId": "promo.half", "format": "v1"])
+            #expect(signed["keyId"]?.stringValue == "K3")
+            let stats = try await admin.call(method: "system.stats", params: [:])
+            #expect((stats["methods"]?["offers.sign"]?["count"]?.int64Value ?? 0) >= 5)
+            #expect(stats["pool"]?["maxConnections"]?.int64Value == 8)
         }
     }
 
@@ -347,6 +360,8 @@ struct ConformanceTests {
             let rotated = try await client.call(method: "tenants.rotateApiKey", params: ["tenant": "acme"])
             let newKey = try #require(rotated["apiKey"]?.stringValue)
             #expect(newKey != oldKey)
+            // a connection authenticated before the rotation keeps its session
+            #expect(try await tenantClient.call(method: "catalog.get", params: [:])["products"] == [])
             let fresh = try await gw.connect()
             defer { fresh.close() }
             await expectRPCError(-32001) {
