@@ -110,6 +110,48 @@ struct StdioTests {
     }
 }
 
+@Suite("Spawned offergate on a socket")
+struct SignalTests {
+    @Test("SIGTERM: stop accepting, finish in-flight requests, exit 0")
+    func sigterm() async throws {
+        try await TestDatabase.with { configuration in
+            let path = "/tmp/og-gwt-\(UUID().uuidString.prefix(8)).sock"
+            let process = Process()
+            process.executableURL = SpawnedGateway.binary
+            process.arguments = ["serve", "--listen", "unix:\(path)", "--database-url", configuration.conninfo]
+            var environment = ProcessInfo.processInfo.environment
+            environment["OFFERGATE_ADMIN_KEY"] = "og_admin_sigterm_" + UUID().uuidString
+            environment["OFFERGATE_MASTER_KEY"] = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
+            process.environment = environment
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+            let up = await eventually(timeout: .seconds(20)) {
+                guard FileManager.default.fileExists(atPath: path),
+                    let client = try? await RPCClient.connect(to: "unix:\(path)")
+                else { return false }
+                defer { client.close() }
+                return (try? await client.call(method: "system.ping", timeout: .seconds(5))) == .object([:])
+            }
+            #expect(up)
+            let client = try await RPCClient.connect(to: "unix:\(path)")
+            defer { client.close() }
+            #expect(try await client.call(method: "system.health")["database"] == "ok")
+            kill(process.processIdentifier, SIGTERM)
+            let status: Int32 = await withCheckedContinuation { continuation in
+                let thread = Thread {
+                    process.waitUntilExit()
+                    continuation.resume(returning: process.terminationStatus)
+                }
+                thread.start()
+            }
+            #expect(status == 0)
+            #expect(process.terminationReason == .exit)
+            #expect((try? await RPCClient.connect(to: "unix:\(path)")) == nil, "no longer accepting")
+        }
+    }
+}
+
 /// Stops and starts the restartable PostgreSQL server: nothing else may use it meanwhile.
 @Suite("Database down", .serialized)
 struct DatabaseDownTests {

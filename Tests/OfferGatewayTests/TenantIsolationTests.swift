@@ -68,6 +68,11 @@ struct TenantIsolationTests {
                 let error = await expectRPCError(-32002) { try await a.call(method: method, params: .object(p)) }
                 #expect(error?.reason == "other_tenant", "\(method)")
             }
+            // a tenant param of the wrong type is a params error, its own slug is fine
+            await expectRPCError(-32602, param: "params.tenant") {
+                try await a.call(method: "catalog.get", params: ["tenant": 7])
+            }
+            #expect(try await a.call(method: "catalog.get", params: ["tenant": "tenant-a"])["products"]?.arrayValue?.count == 2)
             // 2. B-only products and offers do not exist for A: -32004
             let bOnly: [(String, JSONObject)] = [
                 ("subscriptions.record", record.merging(["productId": "b.only", "transactionId": "a-tx-2"])),
