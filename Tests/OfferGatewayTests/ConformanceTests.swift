@@ -242,6 +242,37 @@ struct ConformanceTests {
         }
     }
 
+    @Test("concurrent keys.import for one tenant: all succeed, exactly one active key")
+    func concurrentKeyImports() async throws {
+        try await TestGateway.with { gw in
+            let admin = try await gw.admin()
+            defer { admin.close() }
+            try await gw.createTenant("acme", admin: admin)
+            let pems = try (0..<6).map { _ in try SigningKey.generate().exportPKCS8PEM() }
+            let outcomes = await withTaskGroup(of: String.self) { group in
+                for (i, pem) in pems.enumerated() {
+                    group.addTask {
+                        do {
+                            _ = try await admin.call(
+                                method: "keys.import",
+                                params: ["tenant": "acme", "keyId": .string("K\(i)"), "privateKeyPem": .string(pem)])
+                            return "ok"
+                        } catch {
+                            return "\(error)"
+                        }
+                    }
+                }
+                var all: [String] = []
+                for await outcome in group { all.append(outcome) }
+                return all
+            }
+            #expect(outcomes == Array(repeating: "ok", count: 6))
+            let keys = try await admin.call(method: "keys.list", params: ["tenant": "acme"])["keys"]?.arrayValue ?? []
+            #expect(keys.count == 6)
+            #expect(keys.filter { $0["state"] == "active" }.count == 1)
+        }
+    }
+
     @Test("-32603 when the database breaks an invariant; details only in the log")
     func internalError() async throws {
         try await TestGateway.with { gw in
