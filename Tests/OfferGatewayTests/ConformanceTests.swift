@@ -273,6 +273,37 @@ struct ConformanceTests {
         }
     }
 
+    @Test("concurrent tenants.rotateApiKey: exactly one key stays live")
+    func concurrentRotations() async throws {
+        try await TestGateway.with { gw in
+            let admin = try await gw.admin()
+            defer { admin.close() }
+            try await gw.createTenant("acme", admin: admin)
+            let keys = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<5 {
+                    group.addTask {
+                        let result = try await admin.call(method: "tenants.rotateApiKey", params: ["tenant": "acme"])
+                        return result["apiKey"]?.stringValue ?? ""
+                    }
+                }
+                var all: [String] = []
+                for try await key in group { all.append(key) }
+                return all
+            }
+            #expect(Set(keys).count == 5)
+            #expect(try await gw.count("SELECT count(*)::int8 FROM api_keys WHERE revoked_at IS NULL") == 1)
+            var live = 0
+            for key in keys {
+                let client = try await gw.connect()
+                if (try? await client.call(method: "session.authenticate", params: ["apiKey": .string(key)])) != nil {
+                    live += 1
+                }
+                client.close()
+            }
+            #expect(live == 1)
+        }
+    }
+
     @Test("-32603 when the database breaks an invariant; details only in the log")
     func internalError() async throws {
         try await TestGateway.with { gw in
