@@ -304,6 +304,33 @@ struct ConformanceTests {
         }
     }
 
+    @Test("concurrent catalog.upsert calls cannot together exceed 10 promotional offers per product")
+    func concurrentPromotionalLimit() async throws {
+        try await TestGateway.with { gw in
+            let admin = try await gw.admin()
+            defer { admin.close() }
+            try await gw.createTenant("acme", admin: admin)
+            try await gw.upsertStandardCatalog(tenant: "acme", admin: admin)  // 2 promotional offers on monthly
+            let outcomes = await withTaskGroup(of: Bool.self) { group in
+                for batch in 0..<3 {
+                    let offers: [JSONValue] = (0..<4).map {
+                        ["id": .string("promo.\(batch).\($0)"), "type": "promotional", "productId": "monthly",
+                         "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 1, "price": "3.99"]
+                    }
+                    group.addTask {
+                        (try? await admin.call(
+                            method: "catalog.upsert", params: ["tenant": "acme", "offers": .array(offers)])) != nil
+                    }
+                }
+                var all: [Bool] = []
+                for await ok in group { all.append(ok) }
+                return all
+            }
+            #expect(outcomes.filter { $0 }.count == 2, "2 + 4 + 4 = 10 fits, a third batch does not: \(outcomes)")
+            #expect(try await gw.count("SELECT count(*)::int8 FROM offers WHERE type = 'promotional'") <= 10)
+        }
+    }
+
     @Test("-32603 when the database breaks an invariant; details only in the log")
     func internalError() async throws {
         try await TestGateway.with { gw in
