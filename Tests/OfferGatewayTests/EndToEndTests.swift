@@ -36,9 +36,6 @@ final class Transcript: @unchecked Sendable {
 
 @Suite("End to end")
 struct EndToEndTests {
-    static let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/AcmeFitness.storekit")
-
     @Test("import a .storekit file, record history, best offer with copy, V1 and JWS signatures that verify")
     func endToEnd() async throws {
         try await TestGateway.with { gw in
@@ -62,7 +59,7 @@ struct EndToEndTests {
             #expect(apiKey.hasPrefix("og_"))
             t.secrets.append((apiKey, "<TENANT_API_KEY>"))
 
-            let storekit = try JSONParsing.parse(Array(try Data(contentsOf: Self.fixture)))
+            let storekit = try JSONParsing.parse(Array(StoreKitFixtures.acmeFitness.utf8))
             let imported = try await t.exchange(
                 admin, request("catalog.import", ["tenant": "acme-fitness", "storekit": storekit]),
                 label: "import the Xcode .storekit file")

@@ -60,7 +60,7 @@ struct HostileInputTests {
             }
         }
         // hostile strings in every string field of a real .storekit file
-        if let storekit = try? JSONParsing.parse(Array((try? Data(contentsOf: EndToEndTests.fixture)) ?? Data())) {
+        if let storekit = try? JSONParsing.parse(Array(StoreKitFixtures.acmeFitness.utf8)) {
             for path in stringPaths(storekit) {
                 for hostile in MethodTable.hostileStrings.prefix(4) + MethodTable.hostileStrings.suffix(10).prefix(4)
                 + MethodTable.hostileStrings.suffix(1) {

@@ -27,7 +27,7 @@ struct SpawnedGateway {
         let stdin = Pipe()
         let stdout = Pipe()
         let stderrPath = "/tmp/og-gwt-stderr-\(UUID().uuidString.prefix(8)).log"
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let stderr = try #require(FileHandle(forWritingAtPath: stderrPath))
         defer { try? stderr.close() }
         process.standardInput = stdin

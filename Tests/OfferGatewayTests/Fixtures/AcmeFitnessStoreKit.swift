@@ -1,3 +1,9 @@
+/// A realistic Xcode StoreKit configuration file (`AcmeFitness.storekit`, format version 4): one subscription group
+/// with a monthly and a yearly plan, introductory, promotional and win-back offers, and a consumable that
+/// `catalog.import` skips. Embedded as a string because the test target declares no resources; save it as
+/// `AcmeFitness.storekit` to open it in Xcode.
+enum StoreKitFixtures {
+    static let acmeFitness = #"""
 {
   "identifier" : "4F6E2D1A",
   "nonRenewingSubscriptions" : [
@@ -143,4 +149,6 @@
     "major" : 4,
     "minor" : 0
   }
+}
+"""#
 }
