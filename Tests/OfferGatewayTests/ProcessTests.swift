@@ -39,6 +39,11 @@ struct SpawnedGateway {
         return SpawnedGateway(process: process, client: client, stdin: stdin, stderrPath: stderrPath)
     }
 
+    static func createTenantWithCatalog(_ admin: RPCClient) async throws {
+        _ = try await admin.call(method: "tenants.create", params: ["slug": "sig", "bundleId": "com.example.sig"])
+        _ = try await admin.call(method: "catalog.upsert", params: .object(Catalogs.standard(tenant: "sig")))
+    }
+
     /// Closes stdin and waits (off the cooperative pool) for the exit status.
     func finish() async -> Int32 {
         client.finishWriting()
@@ -120,10 +125,14 @@ struct SignalTests {
             process.executableURL = SpawnedGateway.binary
             process.arguments = ["serve", "--listen", "unix:\(path)", "--database-url", configuration.conninfo]
             var environment = ProcessInfo.processInfo.environment
-            environment["OFFERGATE_ADMIN_KEY"] = "og_admin_sigterm_" + UUID().uuidString
+            let adminKey = "og_admin_sigterm_" + UUID().uuidString
+            environment["OFFERGATE_ADMIN_KEY"] = adminKey
             environment["OFFERGATE_MASTER_KEY"] = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
             process.environment = environment
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            let logPath = "/tmp/og-gwt-stderr-\(UUID().uuidString.prefix(8)).log"
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+            defer { unlink(logPath) }
+            process.standardError = FileHandle(forWritingAtPath: logPath)
             process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
             try process.run()
             let up = await eventually(timeout: .seconds(20)) {
@@ -137,7 +146,23 @@ struct SignalTests {
             let client = try await RPCClient.connect(to: "unix:\(path)")
             defer { client.close() }
             #expect(try await client.call(method: "system.health")["database"] == "ok")
+            _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(adminKey)])
+            try await SpawnedGateway.createTenantWithCatalog(client)
+            // a slow request in flight when SIGTERM arrives is still answered
+            let products: [JSONValue] = (0..<3000).map {
+                ["id": .string("bulk.\($0)"), "groupId": "premium", "period": "P1M", "price": "1.99", "currency": "USD",
+                 "level": .int(3 + $0)]
+            }
+            let slow = JSONValue.object([
+                "jsonrpc": "2.0", "id": "slow", "method": "catalog.upsert",
+                "params": ["tenant": "sig", "products": .array(products)],
+            ])
+            try client.sendRaw(slow.text)
+            // once a ping sent after it is answered, the server has read and started the upsert
+            #expect(try await client.call(method: "system.ping") == .object([:]))
             kill(process.processIdentifier, SIGTERM)
+            let answer = try await client.nextRawValue(timeout: .seconds(30))
+            #expect(answer?["result"]?["imported"]?["products"]?.int64Value == 3000, "\(answer?.text.prefix(300) ?? "nil")")
             let status: Int32 = await withCheckedContinuation { continuation in
                 let thread = Thread {
                     process.waitUntilExit()
@@ -147,6 +172,13 @@ struct SignalTests {
             }
             #expect(status == 0)
             #expect(process.terminationReason == .exit)
+            // the log shows the upsert finishing after shutdown began (it really was in flight)
+            let log = String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
+                .split(separator: "\n")
+            let shutdownLine = log.firstIndex { $0.contains("shutting down") }
+            let upsertLine = log.firstIndex { $0.contains("\"rpc.method\":\"catalog.upsert\"") && $0.contains("slow") }
+            #expect(shutdownLine != nil && upsertLine != nil)
+            if let shutdownLine, let upsertLine { #expect(shutdownLine < upsertLine, "\(log.suffix(6))") }
             #expect((try? await RPCClient.connect(to: "unix:\(path)")) == nil, "no longer accepting")
         }
     }
