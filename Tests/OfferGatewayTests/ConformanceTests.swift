@@ -242,6 +242,21 @@ struct ConformanceTests {
         }
     }
 
+    @Test("idle connections are closed; busy ones are not")
+    func idleTimeout() async throws {
+        try await TestGateway.with(configure: { _, rpc in rpc.idleTimeout = 0.5 }) { gw in
+            let idle = try await gw.connect()
+            let busy = try await gw.connect(tcp: true)
+            defer { busy.close() }
+            for _ in 0..<6 {
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(try await busy.call(method: "system.ping") == .object([:]))
+            }
+            #expect(await eventually(timeout: .seconds(5)) { idle.isClosed })
+            #expect(try await busy.call(method: "system.ping") == .object([:]))
+        }
+    }
+
     @Test("concurrent keys.import for one tenant: all succeed, exactly one active key")
     func concurrentKeyImports() async throws {
         try await TestGateway.with { gw in
