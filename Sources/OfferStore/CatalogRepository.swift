@@ -10,7 +10,13 @@ public struct CatalogRepository: Sendable {
     public func load(tenant: UUID) async throws(StoreError) -> Catalog {
         try await storeCall {
             try await pool.withConnection { connection in
-                let results = try await connection.pipeline(
+                let results = try await connection.pipeline(Self.loadQueries(tenant: tenant), prepared: true)
+                return try Self.decodeCatalog(results)
+            }
+        }
+    }
+
+    static func loadQueries(tenant: UUID) -> [PostgresQuery] {
                     [
                         "SELECT group_id, name FROM subscription_groups WHERE tenant_id = \(tenant) ORDER BY group_id",
                         """
@@ -24,25 +30,36 @@ public struct CatalogRepository: Sendable {
                         FROM offers o JOIN products p USING (tenant_id, product_id)
                         WHERE o.tenant_id = \(tenant) AND o.active ORDER BY o.offer_id
                         """,
-                    ], prepared: true)
-                let groups = try results[0].get().map { row in
-                    let (id, name) = try row.decode(String.self, String.self)
-                    return SubscriptionGroup(id: id, name: name)
-                }
-                let products = try results[1].get().map(Self.decodeProduct)
-                let offers = try results[2].get().map(Self.decodeOffer)
-                return Catalog(groups: groups, products: products, offers: offers)
-            }
+                    ]
+    }
+
+    static func decodeCatalog(_ results: [Result<PostgresRows, PostgresError>]) throws -> Catalog {
+        let groups = try results[0].get().map { row in
+            let (id, name) = try row.decode(String.self, String.self)
+            return SubscriptionGroup(id: id, name: name)
         }
+        let products = try results[1].get().map(Self.decodeProduct)
+        let offers = try results[2].get().map(Self.decodeOffer)
+        return Catalog(groups: groups, products: products, offers: offers)
     }
 
     /// Inserts or updates groups, products and offers in one transaction (rows not named are left alone).
     /// The caller validates the merged catalog first; the database's constraints are the last line.
-    public func upsert(tenant: UUID, groups: [SubscriptionGroup], products: [Product], offers: [Offer], actor: String)
-        async throws(StoreError)
-    {
+    ///
+    /// `check`, when given, sees the stored catalog inside the transaction, after changes of the same tenant are
+    /// locked out (the tenant row is locked), and may throw to abort: so checks over the whole catalog (at most 10
+    /// promotional offers per product) hold even when several upserts race. What it throws arrives wrapped as
+    /// `.corrupt`; callers that need the original keep it themselves.
+    public func upsert(
+        tenant: UUID, groups: [SubscriptionGroup], products: [Product], offers: [Offer], actor: String,
+        check: (@Sendable (Catalog) throws -> Void)? = nil
+    ) async throws(StoreError) {
         try await storeCall {
             try await pool.withTransaction { tx in
+                if let check {
+                    try await tx.query("SELECT 1 FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE")
+                    try check(try Self.decodeCatalog(try await tx.pipeline(Self.loadQueries(tenant: tenant))))
+                }
                 var statements: [PostgresQuery] = []
                 for group in groups {
                     statements.append(

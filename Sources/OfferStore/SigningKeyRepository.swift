@@ -35,6 +35,9 @@ public struct SigningKeyRepository: Sendable {
     ) async throws(StoreError) {
         do {
             try await pool.withTransaction { tx in
+                // One import per tenant at a time: two concurrent imports would both demote the same old key, and
+                // the second INSERT would then hit signing_keys_one_active (reported as a false "exists already").
+                try await tx.query("SELECT 1 FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE")
                 try await tx.query(
                     "UPDATE signing_keys SET state = 'standby' WHERE tenant_id = \(tenant) AND state = 'active'")
                 try await tx.query(

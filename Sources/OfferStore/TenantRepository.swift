@@ -92,6 +92,9 @@ public struct TenantRepository: Sendable {
     public func rotateApiKey(tenant: UUID, newKey: StoredApiKey) async throws(StoreError) {
         try await storeCall {
             try await pool.withTransaction { tx in
+                // One rotation per tenant at a time: otherwise two concurrent rotations each revoke only the keys
+                // they can see, and both new keys stay live.
+                try await tx.query("SELECT 1 FROM tenants WHERE tenant_id = \(tenant) FOR UPDATE")
                 try await tx.query(
                     "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = \(tenant) AND revoked_at IS NULL")
                 try await tx.query(

@@ -191,7 +191,10 @@ final class TenantDirectory: Sendable {
 
     func find(slug: String) async throws -> TenantRecord {
         if let known = bySlug.withLock({ $0[slug] }) { return known }
-        guard let tenant = try await repository.find(slug: slug) else {
+        // Only a well-formed slug goes to the database: libpq would cut "acme\0x" down to "acme".
+        let wellFormed = (2...40).contains(slug.utf8.count)
+            && slug.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
+        guard wellFormed, let tenant = try await repository.find(slug: slug) else {
             throw GatewayError.notFound("no tenant '\(Self.printable(slug))'", reason: "unknown_tenant")
         }
         bySlug.withLock { $0[slug] = tenant }

@@ -72,7 +72,9 @@ struct StoreKitImport {
                 }
                 let groupId = try scalarText(groupValue, path + ".subscriptionGroupID")
                 if !input.groups.contains(where: { $0.id == groupId }) {
-                    let name = subscription["subscriptionGroupName"]?.stringValue ?? groupId
+                    let name = try subscription["subscriptionGroupName"].map {
+                        try string($0, path + ".subscriptionGroupName")
+                    } ?? groupId
                     input.groups.append(SubscriptionGroup(id: groupId, name: name))
                 }
                 try product(subscription, groupId: groupId, index: s, path: path)
@@ -109,7 +111,8 @@ struct StoreKitImport {
 
         if let intro = value["introductoryOffer"], !intro.isNull {
             let introPath = path + ".introductoryOffer"
-            let id = intro["internalID"]?.stringValue ?? intro["offerID"]?.stringValue ?? "\(productId).introductory"
+            let id = try intro["internalID"].map { try string($0, introPath + ".internalID") }
+                ?? intro["offerID"].map { try string($0, introPath + ".offerID") } ?? "\(productId).introductory"
             try offer(intro, id: id, type: .introductory, productId: productId, path: introPath)
         }
         let lists: [(String, OfferType)] = [("adHocOffers", .promotional), ("codeOffers", .code), ("winbackOffers", .winBack)]
@@ -120,8 +123,8 @@ struct StoreKitImport {
                 let id: String
                 if let offerID = item["offerID"] {
                     id = try string(offerID, offerPath + ".offerID")
-                } else if let internalID = item["internalID"]?.stringValue, type != .promotional {
-                    id = internalID
+                } else if let internalID = item["internalID"], type != .promotional {
+                    id = try string(internalID, offerPath + ".internalID")
                 } else {
                     throw fail(offerPath + ".offerID", "an offer needs its offerID")
                 }
@@ -195,11 +198,15 @@ struct StoreKitImport {
         guard let text = value.stringValue, !text.isEmpty, text.utf8.count <= 200 else {
             throw fail(path, "expected a non-empty string of at most 200 bytes")
         }
+        // Control characters (NUL above all: libpq would cut the value there) are never part of an id or a name.
+        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw fail(path, "expected a string without control characters")
+        }
         return text
     }
 
     private func scalarText(_ value: JSONValue, _ path: String) throws -> String {
-        if let text = value.stringValue, !text.isEmpty { return text }
+        if value.stringValue != nil { return try string(value, path) }
         if case .number(let number) = value, let int = number.int64 { return String(int) }
         throw fail(path, "expected a string or a whole number")
     }

@@ -46,6 +46,10 @@ struct MethodContext: Sendable {
             throw GatewayError.unauthenticated()
         case .tenant(let own):
             if let named = tenantParam, !named.isNull {
+                guard named.stringValue != nil else {
+                    throw GatewayError.invalidParams(
+                        param: "params.tenant", message: "'tenant' must be a string", reason: "wrong_type")
+                }
                 guard named.stringValue == own.slug else {
                     throw GatewayError.forbidden("a tenant key acts on its own tenant only", reason: "other_tenant")
                 }

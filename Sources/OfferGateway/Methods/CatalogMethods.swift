@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import OfferDomain
 import OfferStore
+import Synchronization
 
 /// `catalog.*`: read a tenant's catalog (tenant), change it (admin).
 enum CatalogMethods {
@@ -44,17 +45,39 @@ enum CatalogMethods {
         skipped: [(path: String, reason: String)]
     ) async throws -> JSONValue {
         let gateway = ctx.gateway
-        var input = rows
-        let existing = try await gateway.database.catalog.load(tenant: tenant.id)
-        try input.resolveOfferPrices(existing: existing)
-        let merged = input.merged(into: existing)
-        do {
-            _ = try Catalog(validating: merged.groups, products: merged.products, offers: merged.offers, at: gateway.now())
-        } catch {
-            throw GatewayError(error, paramPrefix: "params")
+        let now = gateway.now()
+        /// The rows with their prices resolved, checked merged into `existing`.
+        @Sendable func validated(_ rows: CatalogInput, against existing: Catalog) throws -> CatalogInput {
+            var input = rows
+            try input.resolveOfferPrices(existing: existing)
+            let merged = input.merged(into: existing)
+            do {
+                _ = try Catalog(validating: merged.groups, products: merged.products, offers: merged.offers, at: now)
+            } catch {
+                throw GatewayError(error, paramPrefix: "params")
+            }
+            return input
         }
-        try await gateway.database.catalog.upsert(
-            tenant: tenant.id, groups: input.groups, products: input.products, offers: input.offers, actor: "admin")
+        let input = try validated(rows, against: try await gateway.database.catalog.load(tenant: tenant.id))
+        // Checked again inside the write transaction (tenant locked): concurrent upserts that each fit could
+        // together break a whole-catalog rule such as 10 promotional offers per product.
+        let rejection = Mutex<GatewayError?>(nil)
+        do {
+            try await gateway.database.catalog.upsert(
+                tenant: tenant.id, groups: input.groups, products: input.products, offers: input.offers,
+                actor: "admin",
+                check: { current in
+                    do {
+                        _ = try validated(rows, against: current)
+                    } catch let error as GatewayError {
+                        rejection.withLock { $0 = error }
+                        throw error
+                    }
+                })
+        } catch {
+            if let rejected = rejection.withLock({ $0 }) { throw rejected }
+            throw error
+        }
         gateway.invalidate(tenant: tenant.id)
         gateway.logger.info(
             "catalog changed",

@@ -61,7 +61,9 @@ enum KeyMethods {
         MethodSpec(name: "keys.retire", access: .admin) { ctx in
             let params = try ctx.params(KeyParams.self)
             let tenant = try await ctx.namedTenant()
-            try await ctx.gateway.database.signingKeys.retire(tenant: tenant.id, keyId: params.keyId)
+            // Validated like keys.import: a NUL byte would otherwise reach libpq, which cuts the value there.
+            let keyId = try Validate.identifier(params.keyId, param: "params.keyId", maxBytes: 64)
+            try await ctx.gateway.database.signingKeys.retire(tenant: tenant.id, keyId: keyId)
             ctx.gateway.invalidate(tenant: tenant.id)
             ctx.gateway.logger.info("signing key retired", ["tenant": tenant.slug, "key.id": params.keyId])
             return ["tenant": .string(tenant.slug), "keyId": .string(params.keyId), "state": "retired"]

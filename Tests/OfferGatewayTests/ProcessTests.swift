@@ -1,0 +1,223 @@
+import Foundation
+import JSONRPC
+import OfferCrypto
+import OfferGateway
+import Postgres
+import Testing
+
+/// The built `offergate serve --stdio` binary, spawned with pipes.
+struct SpawnedGateway {
+    let process: Process
+    let client: RPCClient
+    let stdin: Pipe
+    /// The child's stderr goes to a file: a pipe could be held open by unrelated children and never reach EOF.
+    let stderrPath: String
+
+    static var binary: URL { TestDatabase.packageRoot.appendingPathComponent(".build/debug/offergate") }
+
+    static func start(configuration: PostgresConfiguration, adminKey: String) async throws -> SpawnedGateway {
+        #expect(FileManager.default.isExecutableFile(atPath: binary.path), "build first: swift build --build-tests")
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--stdio", "--database-url", configuration.conninfo, "--log-level", "info"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["OFFERGATE_ADMIN_KEY"] = adminKey
+        environment["OFFERGATE_MASTER_KEY"] = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
+        process.environment = environment
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderrPath = "/tmp/og-gwt-stderr-\(UUID().uuidString.prefix(8)).log"
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        let stderr = try #require(FileHandle(forWritingAtPath: stderrPath))
+        defer { try? stderr.close() }
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let client = try await RPCClient.attach(reading: stdout.fileHandleForReading, writing: stdin.fileHandleForWriting)
+        try? stdout.fileHandleForReading.close()
+        return SpawnedGateway(process: process, client: client, stdin: stdin, stderrPath: stderrPath)
+    }
+
+    static func createTenantWithCatalog(_ admin: RPCClient) async throws {
+        _ = try await admin.call(method: "tenants.create", params: ["slug": "sig", "bundleId": "com.example.sig"])
+        _ = try await admin.call(method: "catalog.upsert", params: .object(Catalogs.standard(tenant: "sig")))
+    }
+
+    /// Closes stdin and waits (off the cooperative pool) for the exit status.
+    func finish() async -> Int32 {
+        client.finishWriting()
+        try? stdin.fileHandleForWriting.close()
+        let process = self.process
+        return await withCheckedContinuation { continuation in
+            let thread = Thread {
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+            thread.start()
+        }
+    }
+}
+
+@Suite("Spawned offergate over stdio")
+struct StdioTests {
+    @Test("serve --stdio: conformance, admin and tenant calls, exit 0 at EOF")
+    func stdio() async throws {
+        try await TestDatabase.with { configuration in
+            let adminKey = "og_admin_stdio_" + UUID().uuidString
+            let gw = try await SpawnedGateway.start(configuration: configuration, adminKey: adminKey)
+            let client = gw.client
+            #expect(try await client.call(method: "system.ping", timeout: .seconds(20)) == .object([:]))
+            let parse = try await client.rawExchange("{not json")
+            #expect(parse["error"]?["code"]?.int64Value == -32700)
+            #expect(parse["id"] == .null)
+            let empty = try await client.rawExchange("[]")
+            #expect(empty["error"]?["code"]?.int64Value == -32600)
+            let tooLarge = try await client.rawExchange(
+                #"{"jsonrpc":"2.0","id":"x","method":"system.ping","params":[""# + String(repeating: "a", count: 1_100_000) + #""]}"#)
+            #expect(tooLarge["error"]?["data"]?["reason"]?.stringValue == "frame_too_large")
+            await expectRPCError(-32601) { try await client.call(method: "nope") }
+            await expectRPCError(-32001) { try await client.call(method: "catalog.get", params: [:]) }
+            _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(adminKey)])
+            let created = try await client.call(
+                method: "tenants.create", params: ["slug": "stdio-app", "bundleId": "com.example.stdio"])
+            let apiKey = try #require(created["apiKey"]?.stringValue)
+            await expectRPCError(-32009) {
+                try await client.call(method: "tenants.create", params: ["slug": "stdio-app", "bundleId": "x"])
+            }
+            await expectRPCError(-32602, param: "params.bundleId") {
+                try await client.call(method: "tenants.create", params: ["slug": "other"])
+            }
+            var catalog = Catalogs.standard(tenant: "stdio-app")
+            catalog["tenant"] = "stdio-app"
+            _ = try await client.call(method: "catalog.upsert", params: .object(catalog))
+            let best = try await client.call(
+                method: "offers.best", params: ["tenant": "stdio-app", "customerId": "c1", "productId": "yearly"])
+            #expect(best["offer"]?["displayText"]?.stringValue == "1 month free, then $39.99/year")
+            // pipelined: ten requests written at once, all answered
+            let lines = (0..<10).map { #"{"jsonrpc":"2.0","id":"p\#($0)","method":"system.ping"}"# }.joined(separator: "\n")
+            try client.sendRaw(lines)
+            var ids = Set<String>()
+            for _ in 0..<10 { ids.insert(try #require(try await client.nextRawValue())["id"]?.stringValue ?? "") }
+            #expect(ids == Set((0..<10).map { "p\($0)" }))
+            // a request still in flight at EOF is answered before exit
+            try client.sendRaw(#"{"jsonrpc":"2.0","id":"last","method":"system.health"}"#)
+            let status = await gw.finish()
+            let last = try await client.nextRawValue()
+            #expect(last?["id"]?.stringValue == "last")
+            #expect(last?["result"]?["database"]?.stringValue == "ok")
+            #expect(status == 0)
+            let log = String(decoding: FileManager.default.contents(atPath: gw.stderrPath) ?? Data(), as: UTF8.self)
+            unlink(gw.stderrPath)
+            #expect(log.contains("\"level\""), "logs go to stderr as JSON lines")
+            #expect(!log.contains(adminKey) && !log.contains(apiKey))
+        }
+    }
+}
+
+@Suite("Spawned offergate on a socket")
+struct SignalTests {
+    @Test("SIGTERM: stop accepting, finish in-flight requests, exit 0")
+    func sigterm() async throws {
+        try await TestDatabase.with { configuration in
+            let path = "/tmp/og-gwt-\(UUID().uuidString.prefix(8)).sock"
+            let process = Process()
+            process.executableURL = SpawnedGateway.binary
+            process.arguments = ["serve", "--listen", "unix:\(path)", "--database-url", configuration.conninfo]
+            var environment = ProcessInfo.processInfo.environment
+            let adminKey = "og_admin_sigterm_" + UUID().uuidString
+            environment["OFFERGATE_ADMIN_KEY"] = adminKey
+            environment["OFFERGATE_MASTER_KEY"] = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
+            process.environment = environment
+            let logPath = "/tmp/og-gwt-stderr-\(UUID().uuidString.prefix(8)).log"
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+            defer { unlink(logPath) }
+            process.standardError = FileHandle(forWritingAtPath: logPath)
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+            let up = await eventually(timeout: .seconds(20)) {
+                guard FileManager.default.fileExists(atPath: path),
+                    let client = try? await RPCClient.connect(to: "unix:\(path)")
+                else { return false }
+                defer { client.close() }
+                return (try? await client.call(method: "system.ping", timeout: .seconds(5))) == .object([:])
+            }
+            #expect(up)
+            let client = try await RPCClient.connect(to: "unix:\(path)")
+            defer { client.close() }
+            #expect(try await client.call(method: "system.health")["database"] == "ok")
+            _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(adminKey)])
+            try await SpawnedGateway.createTenantWithCatalog(client)
+            // a slow request in flight when SIGTERM arrives is still answered
+            let products: [JSONValue] = (0..<3000).map {
+                ["id": .string("bulk.\($0)"), "groupId": "premium", "period": "P1M", "price": "1.99", "currency": "USD",
+                 "level": .int(3 + $0)]
+            }
+            let slow = JSONValue.object([
+                "jsonrpc": "2.0", "id": "slow", "method": "catalog.upsert",
+                "params": ["tenant": "sig", "products": .array(products)],
+            ])
+            try client.sendRaw(slow.text)
+            // once a ping sent after it is answered, the server has read and started the upsert
+            #expect(try await client.call(method: "system.ping") == .object([:]))
+            kill(process.processIdentifier, SIGTERM)
+            let answer = try await client.nextRawValue(timeout: .seconds(30))
+            #expect(answer?["result"]?["imported"]?["products"]?.int64Value == 3000, "\(answer?.text.prefix(300) ?? "nil")")
+            let status: Int32 = await withCheckedContinuation { continuation in
+                let thread = Thread {
+                    process.waitUntilExit()
+                    continuation.resume(returning: process.terminationStatus)
+                }
+                thread.start()
+            }
+            #expect(status == 0)
+            #expect(process.terminationReason == .exit)
+            // the log shows the upsert finishing after shutdown began (it really was in flight)
+            let log = String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
+                .split(separator: "\n")
+            let shutdownLine = log.firstIndex { $0.contains("shutting down") }
+            let upsertLine = log.firstIndex { $0.contains("\"rpc.method\":\"catalog.upsert\"") && $0.contains("slow") }
+            #expect(shutdownLine != nil && upsertLine != nil)
+            if let shutdownLine, let upsertLine { #expect(shutdownLine < upsertLine, "\(log.suffix(6))") }
+            #expect((try? await RPCClient.connect(to: "unix:\(path)")) == nil, "no longer accepting")
+        }
+    }
+}
+
+/// Stops and starts the restartable PostgreSQL server: nothing else may use it meanwhile.
+@Suite("Database down", .serialized)
+struct DatabaseDownTests {
+    @Test("-32050 retryable and health 'down' while PostgreSQL is stopped; recovery after it starts")
+    func databaseDown() async throws {
+        try await TestGateway.with(restartable: true) { gw in
+            let admin = try await gw.admin()
+            defer { admin.close() }
+            let key = try await gw.createTenant("acme", admin: admin)
+            try await gw.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let client = try await gw.tenant(key)
+            defer { client.close() }
+            _ = try await client.call(method: "customers.get", params: ["customerId": "c1"])
+            try await TestDatabase.pg("stop")
+            do {
+                let error = await expectRPCError(-32050) {
+                    try await client.call(method: "customers.get", params: ["customerId": "c1"], timeout: .seconds(20))
+                }
+                #expect(error?.retryable == true)
+                let health = try await client.call(method: "system.health", timeout: .seconds(20))
+                #expect(health["database"]?.stringValue == "down")
+                #expect(health["status"]?.stringValue == "degraded")
+                #expect(try await client.call(method: "system.ping") == .object([:]))
+            } catch {
+                try await TestDatabase.pg("start")
+                throw error
+            }
+            try await TestDatabase.pg("start")
+            let recovered = await eventually(timeout: .seconds(15)) {
+                (try? await client.call(method: "customers.get", params: ["customerId": "c1"], timeout: .seconds(5))) != nil
+            }
+            #expect(recovered)
+            #expect(try await client.call(method: "system.health")["database"]?.stringValue == "ok")
+            #expect(!gw.logs.all.contains { $0.contains(key) })
+        }
+    }
+}
