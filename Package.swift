@@ -48,7 +48,9 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "Postgres"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),
-        .testTarget(name: "OfferGatewayTests", dependencies: ["OfferGateway", "JSONRPC"]),
+        .testTarget(
+            name: "OfferGatewayTests",
+            dependencies: ["OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres"]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
         .testTarget(name: "OfferLoadKitTests", dependencies: ["OfferLoadKit"]),
         // Runs the built offerctl against a real gateway (black-box, like an operator would).
