@@ -273,8 +273,8 @@ public enum ScenarioSetup {
         return out
     }
 
-    /// Creates `count` extra tenants `<prefix>-<i>`, each with the synthetic catalog (for memory benchmarks).
-    /// Returns how many were created.
+    /// Creates `count` extra tenants `<prefix>-<i>`, each with the synthetic catalog, and asks one `offers.best`
+    /// of each so its catalog is loaded (for memory benchmarks). Returns how many were created.
     public static func preloadTenants(
         count: Int, prefix: String, products: Int, offers: Int, admin: AdminClient,
         progress: @Sendable (String) -> Void = { _ in }
@@ -286,6 +286,9 @@ public enum ScenarioSetup {
             try await admin.call("tenants.create", ["slug": .string(slug), "bundleId": .string("com.example.\(slug)")])
             catalog["tenant"] = .string(slug)
             try await admin.call("catalog.upsert", catalog)
+            // One decision per tenant, so the gateway's caches hold every catalog (what a memory figure needs).
+            try await admin.call(
+                "offers.best", ["tenant": .string(slug), "customerId": "warm-up", "productId": "p0"])
             created += 1
             if created % 100 == 0 { progress("preloaded \(created)/\(count) tenants") }
         }

@@ -44,6 +44,7 @@ let offerLoadCommand = CommandSpec(
         .option("offers", "N", "Offers per product (intro, code, win-back, promotional)", default: "10"),
         .option("customers", "N", "Customers seeded with subscription histories", default: "1000"),
         .option("codes", "N", "One-time codes generated for redeem-onetime", default: "10000"),
+        .option("sign-format", "FORMAT", "Signature formats of sign: v1, jws or both (alternating)", default: "both"),
         .option("code-limit", "N", "Total limit of the redeem-hot campaign (default: unlimited)"),
         .option("preload-tenants", "N", "Also create N extra tenants with the same catalog (memory benchmarks)"),
         .option("save-fixture", "FILE", "Write the tenant, its API key (mode 0600) and the fixture to FILE"),
@@ -190,7 +191,13 @@ func run(_ inv: Invocation) async throws -> Int32 {
         }
         return ExitStatus.success.rawValue
     }
-    let fixture = setup?.fixture ?? ScenarioFixture(runTag: inv.setupOptions.runTag)
+    var fixture = setup?.fixture ?? ScenarioFixture(runTag: inv.setupOptions.runTag)
+    switch parsed.value("sign-format") ?? "both" {
+    case "both": fixture.signFormats = ["v1", "jws"]
+    case "v1": fixture.signFormats = ["v1"]
+    case "jws": fixture.signFormats = ["jws"]
+    default: throw UsageError("--sign-format takes v1, jws or both", command: [])
+    }
     let request = try inv.scenario.requests(fixture)
     let redeemCampaigns = inv.scenario.redeems ? campaigns(of: fixture, inv.scenario) : []
     let adminKey = parsed.value("admin-key")
