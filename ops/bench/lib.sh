@@ -75,7 +75,7 @@ bench_append() {
         echo
         echo "## $title — $(date -u '+%Y-%m-%d %H:%M UTC')"
         echo
-        echo "- commit: \`$(git rev-parse --short HEAD)\`$(git diff --quiet HEAD -- Sources ops 2>/dev/null || echo ' (with uncommitted changes)')"
+        echo "- commit: \`$(git rev-parse --short HEAD)\`$(git diff --quiet HEAD -- Sources Tests ops ':!ops/bench/RESULTS.md' 2>/dev/null || echo ' (with uncommitted changes)')"
         echo "- command: \`ops/bench/$bench_name${bench_args[*]:+ ${bench_args[*]}}\`"
         echo "- machine: $(nproc) cores, shared with other builds/benchmarks at the time (read the ratios);" \
             "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
