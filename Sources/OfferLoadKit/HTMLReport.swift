@@ -2,7 +2,8 @@ import Foundation
 
 /// The `--report FILE.html` page: one self-contained document (no scripts, stylesheets, fonts or images from
 /// elsewhere) with the summary table, the per-second throughput chart, the latency-over-time chart (p50 and p99
-/// per second) and the latency histogram (log-scaled latency against count), all as inline SVG. Every text from the run is escaped.
+/// per second) and the latency histogram (log-scaled latency against count), all as inline SVG. Every text from
+/// the run is escaped.
 public enum HTMLReport {
     public static func render(_ r: RunReport) -> String {
         let title = "offer-load: \(r.scenario)"

@@ -97,7 +97,8 @@ public struct LedgerReader: Sendable {
         return try await readOnly { connection in
             let rows = try await connection.query(
                 """
-                SELECT r.idempotency_key, count(*)::bigint FROM redemptions r JOIN tenants t ON t.tenant_id = r.tenant_id
+                SELECT r.idempotency_key, count(*)::bigint
+                  FROM redemptions r JOIN tenants t ON t.tenant_id = r.tenant_id
                  WHERE t.slug = \(tenant) AND r.idempotency_key LIKE \(pattern)
                  GROUP BY r.idempotency_key HAVING count(*) > 1
                 """)

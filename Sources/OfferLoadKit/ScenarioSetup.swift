@@ -168,7 +168,9 @@ public enum ScenarioSetup {
     }
 
     /// The custom code of a run's `redeem-hot` campaign.
-    public static func hotCode(runTag: String) -> String { "HOT" + String(runTag.uppercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber) }) }
+    public static func hotCode(runTag: String) -> String {
+        "HOT" + String(runTag.uppercased().filter { $0.isASCII && ($0.isLetter || $0.isNumber) })
+    }
 
     /// Sets up everything `needs` asks for and returns the tenant, its key and the fixture. `progress` gets
     /// one-line messages for stderr.
@@ -201,7 +203,10 @@ public enum ScenarioSetup {
             let pem = try await generatePrivateKeyPEM()
             try await admin.call(
                 "keys.import",
-                ["tenant": .string(slug), "keyId": "LOADKEY001", "issuerId": "load-issuer", "privateKeyPem": .string(pem)])
+                [
+                    "tenant": .string(slug), "keyId": "LOADKEY001", "issuerId": "load-issuer",
+                    "privateKeyPem": .string(pem),
+                ])
         }
         if needs.contains(.customersWithHistories) {
             let seed = HistorySeed(runTag: o.runTag, count: o.customers, products: productIds, now: o.now)
@@ -268,7 +273,8 @@ public enum ScenarioSetup {
         }
         guard out.count >= expected else {
             throw OfferLoadError(
-                .setupFailed, context: "campaigns.codes", "read \(out.count) codes of \(campaign), expected \(expected)")
+                .setupFailed, context: "campaigns.codes",
+                "read \(out.count) codes of \(campaign), expected \(expected)")
         }
         return out
     }

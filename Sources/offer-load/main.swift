@@ -141,14 +141,16 @@ func prepare(_ inv: Invocation, say: @escaping @Sendable (String) -> Void) async
     defer { admin.close() }
     let started = Date()
     if preload > 0 {
-        say("preloading \(preload) tenants × \(inv.setupOptions.products) products × \(inv.setupOptions.offersPerProduct) offers")
+        let o = inv.setupOptions
+        say("preloading \(preload) tenants × \(o.products) products × \(o.offersPerProduct) offers")
         _ = try await ScenarioSetup.preloadTenants(
             count: preload, prefix: "load-\(inv.setupOptions.runTag)", products: inv.setupOptions.products,
             offers: inv.setupOptions.offersPerProduct, admin: admin, progress: say)
     }
     let result = try await ScenarioSetup.run(
         needs.union(.tenant), options: inv.setupOptions, admin: admin, progress: say)
-    say("setup done in \(String(format: "%.1f", Date().timeIntervalSince(started))) s (run tag \(result.fixture.runTag))")
+    let took = String(format: "%.1f", Date().timeIntervalSince(started))
+    say("setup done in \(took) s (run tag \(result.fixture.runTag))")
     if let file = parsed.value("save-fixture") {
         try result.write(to: file)
         say("fixture saved to \(file)")
@@ -215,7 +217,8 @@ func run(_ inv: Invocation) async throws -> Int32 {
             beforeAPI = try await apiStats(redeemCampaigns, tenant: setup.tenant, admin: admin)
         }
     }
-    say("running \(inv.scenario.name): \(ModelSummary(inv.plan).text) against \(inv.plan.targets.joined(separator: ", "))")
+    let targets = inv.plan.targets.joined(separator: ", ")
+    say("running \(inv.scenario.name): \(ModelSummary(inv.plan).text) against \(targets)")
     let connector = RPCLoadConnector(apiKey: setup?.apiKey, callTimeout: .milliseconds(Int64(inv.callTimeout * 1000)))
     let result = try await LoadRunner(connector: connector).run(inv.plan, request: request)
 

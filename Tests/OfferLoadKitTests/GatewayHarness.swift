@@ -8,7 +8,8 @@ import Testing
 enum TestDatabase {
     struct MissingEnvironment: Error, CustomStringConvertible {
         var description: String {
-            "OFFERGATE_TEST_DATABASE_URL is not set: run the tests through `ops/test` (it starts PostgreSQL and sets it)"
+            "OFFERGATE_TEST_DATABASE_URL is not set: run the tests through `ops/test` "
+                + "(it starts PostgreSQL and sets it)"
         }
     }
 

@@ -33,7 +33,8 @@ import Testing
 
             let connector = RPCLoadConnector(apiKey: setup.apiKey)
             let best = try Scenario(kind: .best).requests(setup.fixture)
-            let plan = LoadPlan(model: .closed(connections: 4, depth: 2), stop: .requests(200), targets: [gateway.address])
+            let plan = LoadPlan(
+                model: .closed(connections: 4, depth: 2), stop: .requests(200), targets: [gateway.address])
             let bestResult = try await LoadRunner(connector: connector).run(plan, request: best)
             #expect(bestResult.measuredRequests == 200)
             #expect(bestResult.measuredSuccesses == 200)
@@ -42,13 +43,15 @@ import Testing
             #expect(bestResult.throughput > 0)
 
             let sign = try Scenario(kind: .sign).requests(setup.fixture)
-            let signPlan = LoadPlan(model: .closed(connections: 2, depth: 4), stop: .requests(60), targets: [gateway.address])
+            let signPlan = LoadPlan(
+                model: .closed(connections: 2, depth: 4), stop: .requests(60), targets: [gateway.address])
             let signResult = try await LoadRunner(connector: connector).run(signPlan, request: sign)
             #expect(signResult.measuredSuccesses == 60)
             #expect(signResult.errors.isEmpty)
             // Every acknowledged signature is in the ledger, half of each format.
             let signed = try await TestDatabase.scalar(
-                conninfo, "SELECT count(*)::text || '/' || count(*) FILTER (WHERE format = 'jws')::text FROM issued_signatures")
+                conninfo,
+                "SELECT count(*)::text || '/' || count(*) FILTER (WHERE format = 'jws')::text FROM issued_signatures")
             #expect(signed == "60/30")
 
             let report = RunReport(scenario: "best", plan: plan, result: bestResult)
@@ -59,7 +62,8 @@ import Testing
 
     @Test func pingNeedsNoKeyAndTenantMethodsDoWithoutOne() async throws {
         try await SpawnedGateway.with { gateway, _ in
-            let plan = LoadPlan(model: .closed(connections: 2, depth: 8), stop: .requests(300), targets: [gateway.address])
+            let plan = LoadPlan(
+                model: .closed(connections: 2, depth: 8), stop: .requests(300), targets: [gateway.address])
             let ping = try Scenario(kind: .ping).requests(ScenarioFixture(runTag: "t"))
             let result = try await LoadRunner(connector: RPCLoadConnector(apiKey: nil)).run(plan, request: ping)
             #expect(result.measuredSuccesses == 300)
@@ -92,7 +96,8 @@ import Testing
         ]
         #expect(
             RPCLoadConnection.outcome(method: "codes.redeem", result: result)
-                == .redeemed(redemptionId: "0f8e2c1a-0000-4000-8000-000000000001", campaignId: "spring", replayed: true))
+                == .redeemed(
+                    redemptionId: "0f8e2c1a-0000-4000-8000-000000000001", campaignId: "spring", replayed: true))
         #expect(RPCLoadConnection.outcome(method: "offers.best", result: result) == .success)
         #expect(RPCLoadConnection.outcome(method: "codes.redeem", result: ["replayed": false]) == .success)
     }
