@@ -61,6 +61,14 @@ start_gateway() {
     echo "gateway did not start:" >&2; tail -20 "$work/gateway.log" >&2; exit 1
 }
 
+# pgbench_tps ARGS…: runs pgbench, prints its tps; an aborted or failing run stops the benchmark.
+pgbench_tps() {
+    local out
+    out="$(pgbench "$@" 2>&1)" || { echo "$out" >&2; echo "pgbench failed" >&2; exit 1; }
+    if grep -qE "aborted|error:" <<<"$out"; then echo "$out" | tail -5 >&2; echo "pgbench run aborted" >&2; exit 1; fi
+    awk '/^tps = / {print $3; exit}' <<<"$out"
+}
+
 # jget FILE EXPR: a field of an offer-load --json report (python expression over `r`).
 jget() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 median() { sort -g "$1" | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }

@@ -1,6 +1,7 @@
 -- Baseline tables for the pgbench sides of B1 and B3: the same shape as OfferGate's campaigns / redemptions /
 -- offer_codes rows (counter in the campaign row, one row per redemption, unique live one-time code), without the
 -- foreign keys to the rest of the schema. Created in the benchmark's own database, beside OfferGate's tables.
+SET client_min_messages = warning;
 DROP TABLE IF EXISTS bl_redemptions, bl_codes, bl_campaigns;
 DROP SEQUENCE IF EXISTS bl_code_seq;
 CREATE TABLE bl_campaigns (
