@@ -1,8 +1,9 @@
 import Foundation
 
 /// The `--report FILE.html` page: one self-contained document (no scripts, stylesheets, fonts or images from
-/// elsewhere) with the summary table, the latency-over-time chart (p50 and p99 per second) and the latency
-/// histogram (log-scaled latency against count), both as inline SVG. Every text from the run is escaped.
+/// elsewhere) with the summary table, the per-second throughput chart, the latency-over-time chart (p50 and p99
+/// per second) and the latency histogram (log-scaled latency against count), all as inline SVG. Every text from
+/// the run is escaped.
 public enum HTMLReport {
     public static func render(_ r: RunReport) -> String {
         let title = "offer-load: \(r.scenario)"
@@ -60,6 +61,7 @@ public enum HTMLReport {
                 h += "</ul>\n"
             }
         }
+        h += "<h2>Throughput over time</h2>\n" + throughputChart(r.timeline) + "\n"
         h += "<h2>Latency over time</h2>\n" + timelineChart(r.timeline) + "\n"
         h += "<h2>Latency histogram</h2>\n" + histogramChart(r.histogram) + "\n"
         h += "</body></html>\n"
@@ -164,6 +166,53 @@ public enum HTMLReport {
             + "<rect x=\"\(n(width - right - 60))\" y=\"\(n(top + 6))\" width=\"10\" height=\"3\" fill=\"#d62728\"/>"
             + "<text x=\"\(n(width - right - 45))\" y=\"\(n(top + 11))\">p99</text>\n"
         return frame(label, body, xLabel: "seconds since warm-up", yLabel: "latency")
+    }
+
+    /// Completions and errors per second (linear y) over seconds since the warm-up.
+    static func throughputChart(_ points: [TimelinePoint]) -> String {
+        let label = "Throughput over time: completions and errors per second"
+        guard !points.isEmpty else { return noData(label) }
+        let plotW = width - left - right
+        let plotH = height - top - bottom
+        let maxSecond = Double(max(1, points.count))
+        let yMax = niceCeiling(Double(points.map(\.completions).max() ?? 1))
+        func x(_ second: Double) -> Double { left + plotW * second / maxSecond }
+        func y(_ count: Double) -> Double { top + plotH * (1 - count / yMax) }
+        var body = ""
+        for i in 0...4 {
+            let v = yMax * Double(i) / 4
+            body +=
+                "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
+                + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
+                + "\(escape(Format.number(v)))</text>\n"
+        }
+        let xStep = max(1, Int(niceCeiling(maxSecond / 10)))
+        for s in stride(from: 0, through: Int(maxSecond), by: xStep) {
+            body +=
+                "<line x1=\"\(n(x(Double(s))))\" y1=\"\(n(height - bottom))\" x2=\"\(n(x(Double(s))))\" "
+                + "y2=\"\(n(height - bottom + 4))\" stroke=\"#333\"/><text x=\"\(n(x(Double(s))))\" "
+                + "y=\"\(n(height - bottom + 16))\" text-anchor=\"middle\">\(s)</text>\n"
+        }
+        // One bar per second: completions in blue, the errors among them in red from the baseline.
+        let barW = max(1, plotW / maxSecond - 2)
+        for p in points {
+            let x0 = x(Double(p.second)) + 1
+            body +=
+                "<rect x=\"\(n(x0))\" y=\"\(n(y(Double(p.completions))))\" width=\"\(n(barW))\" "
+                + "height=\"\(n(y(0) - y(Double(p.completions))))\" fill=\"#1f77b4\"/>"
+            if p.errors > 0 {
+                body +=
+                    "<rect x=\"\(n(x0))\" y=\"\(n(y(Double(p.errors))))\" width=\"\(n(barW))\" "
+                    + "height=\"\(n(y(0) - y(Double(p.errors))))\" fill=\"#d62728\"/>"
+            }
+            body += "\n"
+        }
+        body +=
+            "<rect x=\"\(n(width - right - 150))\" y=\"\(n(top + 4))\" width=\"10\" height=\"8\" fill=\"#1f77b4\"/>"
+            + "<text x=\"\(n(width - right - 135))\" y=\"\(n(top + 11))\">completions</text>"
+            + "<rect x=\"\(n(width - right - 60))\" y=\"\(n(top + 4))\" width=\"10\" height=\"8\" fill=\"#d62728\"/>"
+            + "<text x=\"\(n(width - right - 45))\" y=\"\(n(top + 11))\">errors</text>\n"
+        return frame(label, body, xLabel: "seconds since warm-up", yLabel: "requests per second")
     }
 
     /// Count of requests per latency bin, latency on a log₁₀ x axis (10 bins per decade).

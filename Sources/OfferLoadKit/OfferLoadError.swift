@@ -15,6 +15,10 @@ public struct OfferLoadError: Error, Sendable, Equatable, CustomStringConvertibl
         case missingFixture = "missing_fixture"
         /// Connecting to a target failed.
         case connectFailed = "connect_failed"
+        /// Setting up the scenario's data through the admin API failed (the context names the method).
+        case setupFailed = "setup_failed"
+        /// Reading the database for the invariant check failed.
+        case ledgerFailed = "ledger_failed"
     }
 
     public let code: Code

@@ -126,6 +126,7 @@ enum Format {
 
     /// An axis tick in µs, without needless digits: `100 µs`, `1 ms`, `2.5 ms`, `1 s`.
     static func tick(_ us: Double) -> String {
+        if us == 0 { return "0" }
         let (value, unit) = us < 1_000 ? (us, "µs") : us < 1_000_000 ? (us / 1_000, "ms") : (us / 1_000_000, "s")
         var text = fixed(value, digits: 2)
         while text.hasSuffix("0") { text.removeLast() }

@@ -1,0 +1,73 @@
+import Foundation
+import JSONRPC
+
+/// The JSON-RPC adapter of the load engine: one ``RPCClient`` per connection, authenticated with a tenant's API key
+/// (or the admin key) inside ``connect(address:)``.
+public struct RPCLoadConnector: LoadConnector {
+    /// The key each connection authenticates with; nil leaves connections unauthenticated (enough for
+    /// `system.ping`).
+    public let apiKey: String?
+    /// How long one call may take before it counts as a transport error; nil waits for ever.
+    public let callTimeout: Duration?
+
+    public init(apiKey: String?, callTimeout: Duration? = .seconds(60)) {
+        self.apiKey = apiKey
+        self.callTimeout = callTimeout
+    }
+
+    public func connect(address: String) async throws -> any LoadConnection {
+        let client = try await RPCClient.connect(to: address)
+        if let apiKey {
+            do {
+                _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(apiKey)])
+            } catch let error as RPCError {
+                client.close()
+                // The key itself never appears in the message.
+                throw OfferLoadError(
+                    .connectFailed, context: address, "session.authenticate failed: \(error.code) \(error.message)")
+            }
+        }
+        return RPCLoadConnection(client: client, timeout: callTimeout)
+    }
+}
+
+/// One authenticated client connection; calls pipeline on it.
+struct RPCLoadConnection: LoadConnection {
+    let client: RPCClient
+    let timeout: Duration?
+
+    func call(_ request: LoadRequest) async -> CallOutcome {
+        let params: JSONValue
+        do {
+            params = try JSONParsing.parse(request.paramsJSON)
+        } catch {
+            return .transportError("request params are not JSON: \(error)")
+        }
+        do {
+            let result: JSONValue
+            if let timeout {
+                result = try await client.call(method: request.method, params: params, timeout: timeout)
+            } else {
+                result = try await client.call(method: request.method, params: params)
+            }
+            return Self.outcome(method: request.method, result: result)
+        } catch let error as RPCError {
+            return .rpcError(code: error.code)
+        } catch {
+            return .transportError(String(describing: error))
+        }
+    }
+
+    func close() async { client.close() }
+
+    /// A result mapped to an outcome: `codes.redeem` results with a redemption id become `.redeemed`.
+    static func outcome(method: String, result: JSONValue) -> CallOutcome {
+        if method == "codes.redeem", let id = result["redemptionId"]?.stringValue,
+            let campaign = result["campaignId"]?.stringValue
+        {
+            return .redeemed(
+                redemptionId: id.lowercased(), campaignId: campaign, replayed: result["replayed"]?.boolValue ?? false)
+        }
+        return .success
+    }
+}

@@ -1,0 +1,95 @@
+# Shared helpers of the ops/bench scripts (sourced, not run). Each script: bench_init NAME "$@"; bench_build;
+# bench_db; start_gateway ...; runs; bench_append. Cleanup (gateways, the benchmark database, the work dir) is
+# trapped on exit; the PostgreSQL cluster is stopped only if this script started it.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+bench_init() {
+    bench_name="$1"; shift
+    quick=0; repeats=3
+    bench_args=("$@")
+    for a in "$@"; do [ "$a" = "--quick" ] && quick=1; done
+    work="$(mktemp -d "/tmp/$bench_name.XXXXXX")"
+    gateway_pids=()
+    pg_dir="${BENCH_PG_DIR:-/tmp/bench-pg}"
+    pg_started=0
+    bench_db_name=""
+    export OFFERGATE_ADMIN_KEY="og_admin_bench_$(openssl rand -hex 16)"
+    export OFFERGATE_MASTER_KEY="$(openssl rand -base64 32)"
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    local pid
+    for pid in "${gateway_pids[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
+    for pid in "${gateway_pids[@]:-}"; do [ -n "$pid" ] && wait "$pid" 2>/dev/null || true; done
+    if [ -n "$bench_db_name" ]; then
+        psql "$pg_url" -qAt -c "DROP DATABASE IF EXISTS $bench_db_name" >/dev/null 2>&1 || true
+    fi
+    [ "$pg_started" = 1 ] && "$root/ops/pg" stop "$pg_dir" || true
+    rm -rf "$work"
+}
+
+bench_build() {
+    swift build -c release --product offergate >&2
+    swift build -c release --product offer-load >&2
+    bin="$(swift build -c release --show-bin-path)"
+    offergate="$bin/offergate"; offer_load="$bin/offer-load"
+}
+
+# Starts (or reuses) the cluster (synchronous_commit on: the default, asserted) and creates a fresh database.
+bench_db() {
+    if ! "$root/ops/pg" url "$pg_dir" >/dev/null 2>&1 || ! psql "$("$root/ops/pg" url "$pg_dir")" -qAt -c 'select 1' >/dev/null 2>&1; then
+        pg_started=1
+    fi
+    pg_url="$("$root/ops/pg" start "$pg_dir")"
+    [ "$(psql "$pg_url" -qAt -c 'show synchronous_commit')" = "on" ] || { echo "synchronous_commit is not on" >&2; exit 1; }
+    bench_db_name="bench_${bench_name//-/_}_$$"
+    psql "$pg_url" -qAt -c "CREATE DATABASE $bench_db_name" >/dev/null
+    db_url="host=$pg_dir/sock user=postgres dbname=$bench_db_name"
+}
+
+# start_gateway SOCKET [extra serve args…]: starts a release gateway on a Unix socket and waits for it.
+start_gateway() {
+    local sock="$1"; shift
+    "$offergate" serve --listen "unix:$sock" --database-url "$db_url" --log-level warning --quiet-requests "$@" \
+        >>"$work/gateway.log" 2>&1 &
+    gateway_pids+=($!)
+    gateway_pid=$!
+    for _ in $(seq 1 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
+    echo "gateway did not start:" >&2; tail -20 "$work/gateway.log" >&2; exit 1
+}
+
+# pgbench_tps ARGS…: runs pgbench, prints its tps; an aborted or failing run stops the benchmark.
+pgbench_tps() {
+    local out
+    out="$(pgbench "$@" 2>&1)" || { echo "$out" >&2; echo "pgbench failed" >&2; exit 1; }
+    if grep -qE "aborted|error:" <<<"$out"; then echo "$out" | tail -5 >&2; echo "pgbench run aborted" >&2; exit 1; fi
+    awk '/^tps = / {print $3; exit}' <<<"$out"
+}
+
+# jget FILE EXPR: a field of an offer-load --json report (python expression over `r`).
+jget() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+median() { sort -g "$1" | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "n/a"; else printf "%.2f", a / b}'; }
+fmt() { awk -v a="$1" 'BEGIN {printf "%.0f", a}'; }
+
+# bench_append TITLE REPORT_FILE: prints the report and appends a dated section to RESULTS.md.
+bench_append() {
+    local title="$1" body="$2"
+    local section="$work/section"
+    {
+        echo
+        echo "## $title — $(date -u '+%Y-%m-%d %H:%M UTC')"
+        echo
+        echo "- commit: \`$(git rev-parse --short HEAD)\`$(git diff --quiet HEAD -- Sources Tests ops ':!ops/bench/RESULTS.md' 2>/dev/null || echo ' (with uncommitted changes)')"
+        echo "- command: \`ops/bench/$bench_name${bench_args[*]:+ ${bench_args[*]}}\`"
+        echo "- machine: $(nproc) cores, shared with other builds/benchmarks at the time (read the ratios);" \
+            "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo
+        cat "$body"
+    } >"$section"
+    cat "$section"
+    cat "$section" >>"$root/ops/bench/RESULTS.md"
+}
