@@ -46,6 +46,8 @@ public final class Gateway: RPCHandler {
     let catalogs: CatalogCache
     let signers: SignerCache
     let customers: CustomerCache
+    /// Group commit of the issued-signature ledger.
+    let ledger: LedgerWriter
     /// Group commit of code redemptions (one owner per campaign).
     let redemptions: RedemptionCoordinator
     public let stats = GatewayStats()
@@ -62,6 +64,7 @@ public final class Gateway: RPCHandler {
         self.catalogs = CatalogCache(repository: database.catalog)
         self.signers = SignerCache(repository: database.signingKeys, sealer: sealer)
         self.customers = CustomerCache(repository: database.subscriptions, capacity: options.customerCacheSize)
+        self.ledger = LedgerWriter(ledger: database.signatures)
         self.redemptions = RedemptionCoordinator(repository: database.campaigns, clock: options.clock)
         var table: [String: MethodSpec] = [:]
         for spec in Self.allMethods {

@@ -166,7 +166,7 @@ enum OfferMethods {
                     "productId": .string(product.id), "keyId": .string(signer.keyId), "nonce": .string(nonce.uuidString.lowercased()),
                 ]
             }
-            try await gateway.database.signatures.record(
+            try await gateway.ledger.record(
                 tenant: tenant.id,
                 IssuedSignature(
                     nonce: nonce, format: format, keyId: signer.keyId, customerId: customerId, productId: product.id,
@@ -196,7 +196,7 @@ enum OfferMethods {
                 .introductoryOfferEligibilityJWS(
                     productId: product.id, allowIntroductoryOffer: allow, transactionId: transactionId, nonce: nonce,
                     issuedAt: at)
-            try await gateway.database.signatures.record(
+            try await gateway.ledger.record(
                 tenant: tenant.id,
                 IssuedSignature(
                     nonce: nonce, format: .introEligibility, keyId: signer.keyId, customerId: customerId,

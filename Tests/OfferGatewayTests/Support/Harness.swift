@@ -44,7 +44,7 @@ struct TestGateway: Sendable {
     /// Starts a gateway on an existing (migrated or not) database.
     static func start(
         configuration: PostgresConfiguration, logLevel: LogLevel = .info, poolSize: Int = 8,
-        acquireTimeout: Duration = .seconds(15),
+        acquireTimeout: Duration = .seconds(15), keyring: MasterKeyring? = nil,
         configure: (inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _ in }
     ) async throws -> TestGateway {
         let database = OfferDatabase(
@@ -56,7 +56,7 @@ struct TestGateway: Sendable {
         configure(&options, &rpc)
         let logs = MemoryLogSink()
         let service = try GatewayService(
-            database: database, sealer: KeySealer(keyring: MasterKeyring(current: MasterKey.generate())),
+            database: database, sealer: KeySealer(keyring: try keyring ?? MasterKeyring(current: MasterKey.generate())),
             options: options, rpc: rpc, logger: Logger(level: logLevel, sink: logs))
         let path = "/tmp/og-gwt-\(UUID().uuidString.prefix(8)).sock"
         let bound = try await service.start(listen: [
