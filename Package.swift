@@ -43,18 +43,23 @@ let package = Package(
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),
 
         // MARK: Tests (mirror the sources)
+        // Test-only support (fresh databases, restartable PostgreSQL clusters, spawning built binaries): used by the
+        // test targets only, never by a shipped executable.
+        .target(name: "OfferTestSupport", dependencies: ["Postgres"]),
         .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
-        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "Postgres"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "OfferTestSupport"]),
+        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "Postgres", "OfferTestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),
         .testTarget(
             name: "OfferGatewayTests",
-            dependencies: ["OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres"]),
+            dependencies: [
+                "OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres", "OfferTestSupport",
+            ]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
-        .testTarget(name: "OfferLoadKitTests", dependencies: ["OfferLoadKit"]),
+        .testTarget(name: "OfferLoadKitTests", dependencies: ["OfferLoadKit", "OfferTestSupport"]),
         // Runs the built offerctl against a real gateway (black-box, like an operator would).
-        .testTarget(name: "OfferCtlTests", dependencies: ["JSONRPC", "Postgres"]),
+        .testTarget(name: "OfferCtlTests", dependencies: ["JSONRPC", "Postgres", "OfferTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

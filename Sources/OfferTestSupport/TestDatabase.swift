@@ -1,0 +1,70 @@
+import Foundation
+import Postgres
+
+/// A fresh database per test: `og_test_<uuid>` on a `TestServer`, dropped afterwards (`WITH (FORCE)`), also when the
+/// test throws. The admin connection is reconnected first if the server restarted during the test.
+public enum TestDatabase {
+    /// Creates the database, runs `body` with its configuration, drops it.
+    public static func with<T>(
+        on server: TestServer = .main, applicationName: String = "offergate-tests",
+        _ body: (PostgresConfiguration) async throws -> T
+    ) async throws -> T {
+        let admin = try await server.configuration(applicationName: applicationName)
+        let name = "og_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let connection = try await PostgresConnection.connect(configuration: admin)
+        do {
+            try await connection.simpleQuery(unsafeSQL: "CREATE DATABASE \(name)")
+        } catch {
+            await connection.close()
+            throw error
+        }
+        let configuration = try admin.with(database: name)
+        do {
+            let value = try await body(configuration)
+            try await drop(name, admin: connection)
+            return value
+        } catch {
+            try? await drop(name, admin: connection)
+            throw error
+        }
+    }
+
+    /// Like `with(on:applicationName:_:)`, handing `body` the database's conninfo string.
+    public static func withConninfo<T>(
+        on server: TestServer = .main, applicationName: String = "offergate-tests",
+        _ body: (String) async throws -> T
+    ) async throws -> T {
+        try await with(on: server, applicationName: applicationName) { configuration in
+            try await body(configuration.conninfo)
+        }
+    }
+
+    private static func drop(_ name: String, admin: PostgresConnection) async throws {
+        do {
+            // The server may have restarted during the test: reconnect the admin connection if needed.
+            if await !admin.isConnected { try await admin.connect() }
+            do {
+                try await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            } catch let error as PostgresError where error.kind == .connection {
+                try await admin.connect()
+                try await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            }
+        } catch {
+            await admin.close()
+            throw error
+        }
+        await admin.close()
+    }
+}
+
+/// Polls `condition` until it is true or `timeout` passes; returns its last value.
+public func eventually(
+    timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
