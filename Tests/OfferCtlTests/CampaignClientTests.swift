@@ -3,6 +3,7 @@
 // CampaignCommandTests.swift (enabled once campaigns.* land).
 import Foundation
 import JSONRPC
+import OfferTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -216,10 +217,10 @@ extension CampaignClientTests {
             defer { try? FileManager.default.removeItem(at: dir) }
             var environment = Spawn.baseEnvironment()
             environment["OFFERGATE_ADMIN_KEY"] = Self.adminKey
-            let pid = try Spawn.start(
+            let process = try ChildProcess.spawn(
                 Paths.offerctl, ["campaign", "generate", "acme", "launch", "--count", "1000", "--connect", address],
                 environment: environment, stdout: dir.appendingPathComponent("out").path, stderr: slave)
-            let status = await Spawn.wait(pid, timeout: .seconds(30))
+            let status = await process.wait(timeout: .seconds(30))
             #expect(status == 0)
             // Everything the child wrote is buffered in the terminal: read it without blocking.
             _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)

@@ -2,56 +2,31 @@
 // subprocess whose stdout/stderr go to files (not pipes: a grandchild holding a pipe open would hang the reader).
 import Foundation
 import JSONRPC
-import Synchronization
+import OfferTestSupport
 import Testing
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
+/// The built executables this target runs (OfferTestSupport finds them).
 enum Paths {
-    static let root = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    /// Where the built executables are: beside the test runner (so `-c release` tests use release binaries), else
-    /// `.build/debug` of the package.
-    static let binDir: URL = {
-        var candidates: [URL] = []
-        if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
-        }
-        candidates.append(root.appendingPathComponent(".build/debug"))
-        return candidates.first { dir in
-            ["offerctl", "offergate"].allSatisfy { access(dir.appendingPathComponent($0).path, X_OK) == 0 }
-        } ?? candidates[candidates.count - 1]
-    }()
-    static let offerctl = binDir.appendingPathComponent("offerctl").path
-    static let offergate = binDir.appendingPathComponent("offergate").path
-
-    struct MissingBinary: Error, CustomStringConvertible {
-        let path: String
-        var description: String { "\(path) is missing: build first (swift build --build-tests)" }
-    }
+    static var offerctl: String { PackagePaths.binary("offerctl") }
+    static var offergate: String { PackagePaths.binary("offergate") }
 
     static func check() throws {
-        for path in [offerctl, offergate] where access(path, X_OK) != 0 { throw MissingBinary(path: path) }
+        _ = try PackagePaths.requireBinary("offerctl")
+        _ = try PackagePaths.requireBinary("offergate")
     }
 
     /// A fresh scratch directory.
-    static func scratch() throws -> URL {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory())
-            .appendingPathComponent("offerctl-test-" + UUID().uuidString.prefix(8).lowercased())
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
+    static func scratch() throws -> URL { try PackagePaths.scratch("offerctl-test") }
 }
 
 /// What a finished process left behind.
-struct Outcome: Sendable, CustomStringConvertible {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-    var description: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+typealias Outcome = ChildProcess.Outcome
 
+extension ChildProcess.Outcome {
     /// stdout parsed as JSON (fails the test when it is not).
     func json(sourceLocation: SourceLocation = #_sourceLocation) throws -> JSONValue {
         do {
@@ -70,76 +45,14 @@ struct SpawnError: Error, CustomStringConvertible {
 enum Spawn {
     /// The test runner's environment without anything that would steer offerctl or offergate.
     static func baseEnvironment() -> [String: String] {
-        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("OFFERGATE_") && $0.key != "DATABASE_URL" }
-    }
-
-    /// Starts `path` with stdin from /dev/null and stdout/stderr into the given files.
-    static func start(
-        _ path: String, _ arguments: [String], environment: [String: String], stdout: String, stderr: String
-    )
-        throws -> pid_t
-    {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv { free(pointer) }
-            for pointer in envp { free(pointer) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard result == 0 else {
-            throw SpawnError(description: "posix_spawn \(path): \(String(cString: strerror(result)))")
-        }
-        return pid
-    }
-
-    /// Waits for `pid` on a dedicated thread (waitpid blocks; the cooperative pool must not); SIGKILL after
-    /// `timeout`. Returns the exit status, or 128 + signal.
-    static func wait(_ pid: pid_t, timeout: Duration) async -> Int32 {
-        let killer = Task {
-            try await Task.sleep(for: timeout)
-            kill(pid, SIGKILL)
-        }
-        defer { killer.cancel() }
-        let raw: Int32 = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                var raw: Int32 = 0
-                while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-                continuation.resume(returning: raw)
-            }
-            thread.start()
-        }
-        return raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
-    }
-
-    /// Runs `path` to completion and collects its output.
-    static func run(
-        _ path: String, _ arguments: [String], environment: [String: String], timeout: Duration = .seconds(60)
-    )
-        async throws -> Outcome
-    {
-        let dir = try Paths.scratch()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let out = dir.appendingPathComponent("stdout").path
-        let err = dir.appendingPathComponent("stderr").path
-        let pid = try start(path, arguments, environment: environment, stdout: out, stderr: err)
-        let status = await wait(pid, timeout: timeout)
-        return Outcome(
-            status: status,
-            stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        ChildProcess.environment(removing: ["DATABASE_URL"], removingPrefixes: ["OFFERGATE_"])
     }
 
     /// offerctl with exactly this environment (plus the base one).
     static func offerctl(_ arguments: [String], environment: [String: String] = [:]) async throws -> Outcome {
         try Paths.check()
-        return try await run(Paths.offerctl, arguments, environment: baseEnvironment().merging(environment) { $1 })
+        return try await ChildProcess.run(
+            Paths.offerctl, arguments, environment: baseEnvironment().merging(environment) { $1 })
     }
 }
 
@@ -155,7 +68,7 @@ enum Secrets {
 
 /// One `offergate serve --listen unix:…` over a fresh database, stopped (SIGTERM, then SIGKILL) at the end.
 struct TestGateway: Sendable {
-    let pid: pid_t
+    let process: ChildProcess
     let socketPath: String
     let databaseURL: String
     let adminKey: String
@@ -167,7 +80,7 @@ struct TestGateway: Sendable {
     /// Runs `body` with a started gateway over its own database; everything is torn down afterwards.
     static func with(_ body: (TestGateway) async throws -> Void) async throws {
         try Paths.check()
-        try await PostgresTestDatabase.with { configuration in
+        try await TestDatabase.with(applicationName: "offerctl-tests") { configuration in
             let gateway = try await start(databaseURL: configuration.conninfo)
             do {
                 try await body(gateway)
@@ -188,7 +101,7 @@ struct TestGateway: Sendable {
         var environment = Spawn.baseEnvironment()
         environment["OFFERGATE_ADMIN_KEY"] = adminKey
         environment["OFFERGATE_MASTER_KEY"] = masterKey
-        let pid = try Spawn.start(
+        let process = try ChildProcess.spawn(
             Paths.offergate,
             [
                 "serve", "--listen", "unix:" + socketPath, "--database-url", databaseURL, "--log-level", "warning",
@@ -197,16 +110,15 @@ struct TestGateway: Sendable {
             environment: environment, stdout: scratch.appendingPathComponent("gateway.out").path,
             stderr: scratch.appendingPathComponent("gateway.err").path)
         let gateway = TestGateway(
-            pid: pid, socketPath: socketPath, databaseURL: databaseURL, adminKey: adminKey, masterKey: masterKey,
+            process: process, socketPath: socketPath, databaseURL: databaseURL, adminKey: adminKey, masterKey: masterKey,
             scratch: scratch)
         // Ready once it answers system.health on its socket.
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            var raw: Int32 = 0
-            if waitpid(pid, &raw, WNOHANG) == pid {
+            if let status = process.exitStatus() {
                 let log =
                     (try? String(contentsOf: scratch.appendingPathComponent("gateway.err"), encoding: .utf8)) ?? ""
-                throw SpawnError(description: "offergate exited early (status \(raw)): \(log)")
+                throw SpawnError(description: "offergate exited early (status \(status)): \(log)")
             }
             if FileManager.default.fileExists(atPath: socketPath),
                 let client = try? await RPCClient.connect(to: "unix:" + socketPath),
@@ -222,8 +134,8 @@ struct TestGateway: Sendable {
     }
 
     func stop() async {
-        kill(pid, SIGTERM)
-        _ = await Spawn.wait(pid, timeout: .seconds(10))
+        process.terminate()
+        _ = await process.wait(timeout: .seconds(10))
         try? FileManager.default.removeItem(atPath: socketPath)
         try? FileManager.default.removeItem(at: scratch)
     }

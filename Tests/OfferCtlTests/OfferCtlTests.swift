@@ -2,6 +2,7 @@
 // statuses, the human output and --json.
 import Foundation
 import JSONRPC
+import OfferTestSupport
 import Testing
 
 /// A P-256 key in PKCS#8 PEM made for these tests only (`openssl genpkey -algorithm EC -pkeyopt
@@ -272,7 +273,7 @@ func apiKey(in stdout: String) -> String? {
     /// No --connect: offerctl starts `offergate serve --stdio` itself (found next to it) over the given database.
     @Test func stdioModeStartsTheGateway() async throws {
         try Paths.check()
-        try await PostgresTestDatabase.with { configuration in
+        try await TestDatabase.with(applicationName: "offerctl-tests") { configuration in
             let environment = ["OFFERGATE_ADMIN_KEY": Secrets.adminKey(), "OFFERGATE_MASTER_KEY": Secrets.masterKey()]
             let created = try await Spawn.offerctl(
                 [
@@ -304,7 +305,7 @@ func apiKey(in stdout: String) -> String? {
 
     @Test func dbMigrateRunsOffergateMigrate() async throws {
         try Paths.check()
-        try await PostgresTestDatabase.with { configuration in
+        try await TestDatabase.with(applicationName: "offerctl-tests") { configuration in
             let first = try await Spawn.offerctl(["db", "migrate", "--database-url", configuration.conninfo])
             #expect(first.status == 0, "\(first)")
             #expect(first.stdout.hasPrefix("applied migrations: 1"), "\(first)")

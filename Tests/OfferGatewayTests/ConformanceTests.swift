@@ -2,6 +2,7 @@ import OfferCrypto
 import Foundation
 import JSONRPC
 import OfferGateway
+import OfferTestSupport
 import Postgres
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import OfferCrypto
 import OfferGateway
+import OfferTestSupport
 import Postgres
 import Testing
 

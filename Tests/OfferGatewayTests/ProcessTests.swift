@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import OfferCrypto
 import OfferGateway
+import OfferTestSupport
 import Postgres
 import Testing
 
@@ -13,7 +14,7 @@ struct SpawnedGateway {
     /// The child's stderr goes to a file: a pipe could be held open by unrelated children and never reach EOF.
     let stderrPath: String
 
-    static var binary: URL { TestDatabase.packageRoot.appendingPathComponent(".build/debug/offergate") }
+    static var binary: URL { URL(fileURLWithPath: PackagePaths.binary("offergate")) }
 
     static func start(configuration: PostgresConfiguration, adminKey: String) async throws -> SpawnedGateway {
         #expect(FileManager.default.isExecutableFile(atPath: binary.path), "build first: swift build --build-tests")
@@ -184,12 +185,14 @@ struct SignalTests {
     }
 }
 
-/// Stops and starts the restartable PostgreSQL server: nothing else may use it meanwhile.
+/// Stops and starts its own PostgreSQL cluster (no other suite uses it).
 @Suite("Database down", .serialized)
 struct DatabaseDownTests {
+    static let server = TestServer.restartable("gateway-down")
+
     @Test("-32050 retryable and health 'down' while PostgreSQL is stopped; recovery after it starts")
     func databaseDown() async throws {
-        try await TestGateway.with(restartable: true) { gw in
+        try await TestGateway.with(server: DatabaseDownTests.server) { gw in
             let admin = try await gw.admin()
             defer { admin.close() }
             let key = try await gw.createTenant("acme", admin: admin)
@@ -197,7 +200,7 @@ struct DatabaseDownTests {
             let client = try await gw.tenant(key)
             defer { client.close() }
             _ = try await client.call(method: "customers.get", params: ["customerId": "c1"])
-            try await TestDatabase.pg("stop")
+            try await DatabaseDownTests.server.pg("stop")
             do {
                 let error = await expectRPCError(-32050) {
                     try await client.call(method: "customers.get", params: ["customerId": "c1"], timeout: .seconds(20))
@@ -208,10 +211,10 @@ struct DatabaseDownTests {
                 #expect(health["status"]?.stringValue == "degraded")
                 #expect(try await client.call(method: "system.ping") == .object([:]))
             } catch {
-                try await TestDatabase.pg("start")
+                try await DatabaseDownTests.server.pg("start")
                 throw error
             }
-            try await TestDatabase.pg("start")
+            try await DatabaseDownTests.server.pg("start")
             let recovered = await eventually(timeout: .seconds(15)) {
                 (try? await client.call(method: "customers.get", params: ["customerId": "c1"], timeout: .seconds(5))) != nil
             }

@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import OfferCrypto
 import OfferStore
+import OfferTestSupport
 import Synchronization
 import Testing
 
@@ -77,15 +78,18 @@ func redemptionEventually(timeout: Duration = .seconds(20), _ condition: () asyn
 
 @Suite("Redemption survives crashes", .serialized)
 struct RedemptionCrashTests {
+    /// This suite's own cluster (it restarts PostgreSQL mid-storm): no other suite is disturbed.
+    static let server = TestServer.restartable("redemption-restart")
+
     /// A spawned `offergate serve` on a Unix socket.
     struct SpawnedGateway {
         let process: Process
         let socket: String
 
         static func start(databaseURL: String, adminKey: String, masterKey: String) async throws -> SpawnedGateway {
-            let binary = RedemptionSupport.repositoryRoot.appendingPathComponent(".build/debug/offergate")
+            let binary = URL(fileURLWithPath: PackagePaths.binary("offergate"))
             guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-                throw RedemptionSupport.MissingEnvironment(
+                throw MissingEnvironment(
                     variable: "the built gateway (run `swift build`): \(binary.path)")
             }
             let socket = RedemptionSupport.socketPath()
@@ -110,7 +114,7 @@ struct RedemptionCrashTests {
             }
             guard up else {
                 kill(process.processIdentifier, SIGKILL)
-                throw RedemptionSupport.MissingEnvironment(variable: "a gateway listening on \(socket)")
+                throw MissingEnvironment(variable: "a gateway listening on \(socket)")
             }
             return SpawnedGateway(process: process, socket: socket)
         }
@@ -145,7 +149,7 @@ struct RedemptionCrashTests {
     }
 
     @Test func sigkillMidStormLosesNoAcknowledgedRedemptionAndNeverOverRedeems() async throws {
-        try await RedemptionSupport.withDatabase { url in
+        try await TestDatabase.withConninfo { url in
             let adminKey = "og_admin_crash_test"
             let padded = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
             let limit = 400
@@ -205,7 +209,7 @@ struct RedemptionCrashTests {
     }
 
     @Test func postgresRestartMidStormRecoversWithoutOverRedeeming() async throws {
-        try await RedemptionSupport.withDatabase(restartable: true) { url in
+        try await TestDatabase.withConninfo(on: RedemptionCrashTests.server) { url in
             let gateways = try await RedemptionGateways.start(url: url, count: 2, poolSize: 6)
             do {
                 let admin = try await gateways.client()
@@ -224,7 +228,7 @@ struct RedemptionCrashTests {
                 async let done2: Void = storm.run(
                     socket: gateways.sockets[1], apiKey: apiKey, code: "BOUNCE", connections: 16)
                 #expect(await redemptionEventually { storm.successes >= 50 })
-                try await RedemptionSupport.restartServer()
+                try await RedemptionCrashTests.server.pg("restart")
                 let beforeRecovery = storm.successes
                 // The gateways recover by themselves: successes resume until the limit is reached.
                 let exhausted = await redemptionEventually(timeout: .seconds(60)) {

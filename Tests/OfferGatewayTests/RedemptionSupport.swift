@@ -2,88 +2,20 @@ import Foundation
 import JSONRPC
 import OfferCrypto
 import OfferStore
+import OfferTestSupport
 import Postgres
 import Testing
 
 @testable import OfferGateway
 
-/// Support for the campaign and redemption tests: a fresh database per test (on the server named by
-/// OFFERGATE_TEST_DATABASE_URL, or the restartable one), gateways on Unix sockets, and a seeded tenant.
+/// Support for the campaign and redemption tests: gateways on Unix sockets over a fresh database (OfferTestSupport's
+/// TestDatabase), and a seeded tenant.
 enum RedemptionSupport {
-    struct MissingEnvironment: Error, CustomStringConvertible {
-        var variable: String
-        var description: String {
-            "\(variable) is not set: run the tests through `ops/test` (it starts PostgreSQL and sets it)"
-        }
-    }
-
     static let adminKey = "og_admin_redemption_tests_key"
-
-    static func serverURL(restartable: Bool = false) throws -> String {
-        let variable = restartable ? "OFFERGATE_TEST_RESTART_DATABASE_URL" : "OFFERGATE_TEST_DATABASE_URL"
-        guard let url = ProcessInfo.processInfo.environment[variable], !url.isEmpty else {
-            throw MissingEnvironment(variable: variable)
-        }
-        return url
-    }
-
-    /// Creates `og_test_<random>`, runs `body` with its conninfo (the server's, `dbname` overridden), drops it.
-    static func withDatabase<T>(restartable: Bool = false, _ body: (String) async throws -> T) async throws -> T {
-        let server = try serverURL(restartable: restartable)
-        let name = "og_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let admin = try await PostgresConnection.connect(
-            configuration: try PostgresConfiguration(conninfo: server, applicationName: "offergate-tests"))
-        try await admin.simpleQuery(unsafeSQL: "CREATE DATABASE \(name)")
-        let url = server + " dbname=\(name)"
-        do {
-            let value = try await body(url)
-            try await drop(name, admin: admin)
-            return value
-        } catch {
-            try? await drop(name, admin: admin)
-            throw error
-        }
-    }
-
-    private static func drop(_ name: String, admin: PostgresConnection) async throws {
-        if await !admin.isConnected { try await admin.connect() }
-        do {
-            try await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        } catch let error as PostgresError where error.kind == .connection {
-            try await admin.connect()
-            try await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        }
-        await admin.close()
-    }
 
     /// A unique Unix socket path.
     static func socketPath() -> String {
         "/tmp/og-redeem-\(UUID().uuidString.prefix(8).lowercased()).sock"
-    }
-
-    /// Runs a shell command on a dedicated thread (never blocking the cooperative pool); returns its exit status.
-    static func shell(_ command: String) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: system(command)) }
-            thread.start()
-        }
-    }
-
-    /// The repository root (for `ops/pg` and `.build/debug/offergate`).
-    static var repositoryRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-    }
-
-    /// `ops/pg restart $OFFERGATE_TEST_PG_DIR`.
-    static func restartServer() async throws {
-        guard let dir = ProcessInfo.processInfo.environment["OFFERGATE_TEST_PG_DIR"], !dir.isEmpty else {
-            throw MissingEnvironment(variable: "OFFERGATE_TEST_PG_DIR")
-        }
-        func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-        let script = repositoryRoot.appendingPathComponent("ops/pg").path
-        let status = await shell("/bin/bash \(quoted(script)) restart \(quoted(dir)) </dev/null >/dev/null 2>&1")
-        #expect(status == 0, "ops/pg restart failed with status \(status)")
     }
 
     /// The error code of an RPC failure, or nil for a success (other errors are rethrown).
@@ -171,7 +103,7 @@ final class RedemptionGateways: Sendable {
         count: Int = 1, poolSize: Int = 8, clock: (@Sendable () -> Date)? = nil,
         _ body: (RedemptionGateways) async throws -> T
     ) async throws -> T {
-        try await RedemptionSupport.withDatabase { url in
+        try await TestDatabase.withConninfo { url in
             let gateways = try await start(url: url, count: count, poolSize: poolSize, clock: clock)
             do {
                 let value = try await body(gateways)

@@ -1,40 +1,12 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Testing
 
 @testable import OfferLoadKit
 
-/// A fresh database per test on the server named by OFFERGATE_TEST_DATABASE_URL (copied from PostgresTests).
-enum TestDatabase {
-    struct MissingEnvironment: Error, CustomStringConvertible {
-        var description: String {
-            "OFFERGATE_TEST_DATABASE_URL is not set: run the tests through `ops/test` "
-                + "(it starts PostgreSQL and sets it)"
-        }
-    }
-
-    /// Creates `og_test_<random>`, runs `body` with its conninfo, drops it (also when `body` throws).
-    static func with<T>(_ body: (String) async throws -> T) async throws -> T {
-        guard let url = ProcessInfo.processInfo.environment["OFFERGATE_TEST_DATABASE_URL"], !url.isEmpty else {
-            throw MissingEnvironment()
-        }
-        let server = try PostgresConfiguration(conninfo: url, applicationName: "offer-load-tests")
-        let name = "og_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let admin = try await PostgresConnection.connect(configuration: server)
-        try await admin.simpleQuery(unsafeSQL: "CREATE DATABASE \(name)")
-        let conninfo = url + " dbname=\(name)"
-        do {
-            let value = try await body(conninfo)
-            try await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            await admin.close()
-            return value
-        } catch {
-            _ = try? await admin.simpleQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            await admin.close()
-            throw error
-        }
-    }
-
+/// SQL on a test database (OfferTestSupport's `TestDatabase` creates and drops it).
+enum TestSQL {
     /// Runs SQL statements on the test database (to fill it by hand).
     static func execute(_ conninfo: String, _ sql: String) async throws {
         let connection = try await PostgresConnection.connect(
@@ -66,23 +38,23 @@ final class SpawnedGateway: Sendable {
     }
 
     static let adminKey = "og_admin_offerload_tests_" + UUID().uuidString.lowercased()
-    let process: Process
+    let process: ChildProcess
     let socket: String
+    /// The gateway's stderr (a file: a pipe or the runner's own stderr could be held open by grandchildren).
+    let stderrPath: String
     var address: String { "unix:\(socket)" }
 
-    static var binary: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/offergate").path
-    }
+    static var binary: String { PackagePaths.binary("offergate") }
 
-    private init(process: Process, socket: String) {
+    private init(process: ChildProcess, socket: String, stderrPath: String) {
         self.process = process
         self.socket = socket
+        self.stderrPath = stderrPath
     }
 
     /// Starts a gateway on a fresh database, runs `body`, stops the gateway.
     static func with<T>(_ body: (SpawnedGateway, String) async throws -> T) async throws -> T {
-        try await TestDatabase.with { conninfo in
+        try await TestDatabase.withConninfo(applicationName: "offer-load-tests") { conninfo in
             let gateway = try await start(conninfo: conninfo)
             do {
                 let value = try await body(gateway, conninfo)
@@ -98,20 +70,15 @@ final class SpawnedGateway: Sendable {
     static func start(conninfo: String) async throws -> SpawnedGateway {
         guard FileManager.default.isExecutableFile(atPath: binary) else { throw NotBuilt(path: binary) }
         let socket = "/tmp/olt-\(UUID().uuidString.prefix(8).lowercased()).sock"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = [
-            "serve", "--listen", "unix:\(socket)", "--database-url", conninfo, "--log-level", "error",
-        ]
         var environment = ProcessInfo.processInfo.environment
         environment["OFFERGATE_ADMIN_KEY"] = adminKey
         environment["OFFERGATE_MASTER_KEY"] = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
             .base64EncodedString()
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let gateway = SpawnedGateway(process: process, socket: socket)
+        let stderrPath = socket + ".err"
+        let process = try ChildProcess.spawn(
+            binary, ["serve", "--listen", "unix:\(socket)", "--database-url", conninfo, "--log-level", "error"],
+            environment: environment, stderr: stderrPath)
+        let gateway = SpawnedGateway(process: process, socket: socket, stderrPath: stderrPath)
         for _ in 0..<300 {
             if FileManager.default.fileExists(atPath: socket) { return gateway }
             guard process.isRunning else { throw DidNotStart(description: "offergate exited at start") }
@@ -125,5 +92,6 @@ final class SpawnedGateway: Sendable {
         if process.isRunning { process.terminate() }
         for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
         try? FileManager.default.removeItem(atPath: socket)
+        try? FileManager.default.removeItem(atPath: stderrPath)
     }
 }

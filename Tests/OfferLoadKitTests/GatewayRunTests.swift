@@ -23,10 +23,10 @@ import Testing
             // Offers 3, 4, 5 of each product are promotional (2 is win-back), 16 of 20 customers have a history.
             #expect(setup.fixture.promotionalOffers.count == 9)
             #expect(setup.fixture.customers.count == 16)
-            let stored = try await TestDatabase.scalar(
+            let stored = try await TestSQL.scalar(
                 conninfo, "SELECT count(*)::text FROM offers o JOIN tenants t USING (tenant_id)")
             #expect(stored == String(3 * 6))
-            let transactions = try await TestDatabase.scalar(
+            let transactions = try await TestSQL.scalar(
                 conninfo, "SELECT count(*)::text FROM subscription_transactions")
             #expect(transactions == String(HistorySeed(
                 runTag: "x", count: 20, products: ["p0"], now: Self.options.now).requests.count))
@@ -49,7 +49,7 @@ import Testing
             #expect(signResult.measuredSuccesses == 60)
             #expect(signResult.errors.isEmpty)
             // Every acknowledged signature is in the ledger, half of each format.
-            let signed = try await TestDatabase.scalar(
+            let signed = try await TestSQL.scalar(
                 conninfo,
                 "SELECT count(*)::text || '/' || count(*) FILTER (WHERE format = 'jws')::text FROM issued_signatures")
             #expect(signed == "60/30")

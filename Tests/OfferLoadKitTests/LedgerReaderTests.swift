@@ -27,7 +27,7 @@ import Testing
                     + "idempotency_key) VALUES (\(tenant), '\(Self.ids[id - 1])', '\(campaign)', '\(code)', "
                     + "\(oneTime), 'c\(id)', '\(key)');\n"
             }
-            try await TestDatabase.execute(
+            try await TestSQL.execute(
                 conninfo,
                 """
                 INSERT INTO campaigns (tenant_id, campaign_id, offer_id, kind, custom_code, total_limit, redeemed)
@@ -57,7 +57,7 @@ import Testing
 
             // A broken gateway: the unique indexes gone, a third hot redemption (over the limit of 2, reusing an
             // idempotency key), a one-time code redeemed twice, and an acknowledged redemption never recorded.
-            try await TestDatabase.execute(
+            try await TestSQL.execute(
                 conninfo,
                 "DROP INDEX redemptions_one_time_once; DROP INDEX redemptions_idempotency;\n"
                     + redemption(5, "hot", "HOTCODE", oneTime: false, key: "\(tag)-k1")

@@ -1,6 +1,7 @@
 import Foundation
 import OfferDomain
 import OfferStore
+import OfferTestSupport
 import Postgres
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Testing
 
@@ -8,7 +9,7 @@ extension PostgresIntegrationTests {
         static let secret = "sk_live_TOP-SECRET-4242"
 
         @Test func serverErrorsCarrySQLStateButNeverBoundValues() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 let cast = await expectPostgresError { try await pool.query("SELECT \(Self.secret)::int") }
@@ -44,7 +45,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func noticesAreSwallowedWithoutBreakingQueries() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let connection = try await PostgresConnection.connect(configuration: config)
                 let rows = try await connection.query("DO $$ BEGIN RAISE NOTICE 'hello'; RAISE WARNING 'w'; END $$")
                 #expect(rows.commandTag == "DO")

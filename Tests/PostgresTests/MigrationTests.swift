@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Testing
 
@@ -21,7 +22,7 @@ extension PostgresIntegrationTests {
         ]
 
         @Test func appliesOnceAndIsANoOpTheSecondTime() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 2)
                 defer { Task { await pool.close() } }
                 let migrator = Migrator(migrations: Self.migrations.reversed())
@@ -48,7 +49,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func editedAppliedMigrationIsRejected() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 #expect(try await Migrator(migrations: Self.migrations).migrate(on: pool) == [1, 2, 10])
@@ -64,7 +65,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func failingMigrationRollsBackAndIsNotRecorded() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 let bad = [
@@ -88,7 +89,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func twoPoolsMigratingAtOnceApplyEachMigrationOnce() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let poolA = PostgresPool(configuration: config, maxConnections: 1)
                 let poolB = PostgresPool(configuration: config, maxConnections: 1)
                 // A slow first migration makes the two runs overlap.

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Testing
 
@@ -6,7 +7,7 @@ extension PostgresIntegrationTests {
     @Suite("Pipelines")
     struct PipelineTests {
         @Test func pipelineReturnsEachStatementsResult() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let connection = try await PostgresConnection.connect(configuration: config)
                 try await connection.query("CREATE TABLE p (k int PRIMARY KEY, v text)")
                 for prepared in [false, true] {
@@ -26,7 +27,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func failingStatementAbortsTheRestAndTheConnectionStaysUsable() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let connection = try await PostgresConnection.connect(configuration: config)
                 try await connection.query("CREATE TABLE p (k int PRIMARY KEY)")
                 let results = try await connection.pipeline([
@@ -54,7 +55,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func pipelineInsideATransaction() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 try await pool.query("CREATE TABLE p (k int PRIMARY KEY)")
@@ -79,7 +80,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func largePipelineDoesNotDeadlock() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let connection = try await PostgresConnection.connect(configuration: config)
                 // Big results and big requests at once: exercises non-blocking flush while reading.
                 let payload = String(repeating: "x", count: 20_000)

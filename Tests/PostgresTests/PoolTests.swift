@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Synchronization
 import Testing
@@ -24,7 +25,7 @@ extension PostgresIntegrationTests {
     @Suite("Pool")
     struct PoolTests {
         @Test func opensLazilyAndReusesConnections() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 3)
                 #expect(pool.stats() == .init(open: 0, idle: 0, inUse: 0, connecting: 0, waiters: 0, maxConnections: 3))
                 let pid1 = try await pool.query("SELECT pg_backend_pid()").scalar(Int32.self)
@@ -59,7 +60,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func exhaustionTimesOutWaitersAndRecoversWhenReleased() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1, acquireTimeout: .milliseconds(200))
                 let gate = Gate()
                 let holder = Task {
@@ -83,7 +84,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func closeFailsWaiters() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1, acquireTimeout: .seconds(30))
                 let gate = Gate()
                 let holder = Task {
@@ -113,7 +114,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func preparedStatementsAreCachedPerConnection() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let connection = try await PostgresConnection.connect(configuration: config)
                 for i in 0..<5 {
                     let rows = try await connection.query("SELECT \(i) + 1, \("x")::text", prepared: true)

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Synchronization
 import Testing
@@ -19,8 +20,11 @@ final class EventLog: Sendable {
 extension PostgresIntegrationTests {
     @Suite("Server restarts and LISTEN/NOTIFY")
     struct RestartTests {
+        /// This suite's own cluster: its restarts never disturb suites running beside it.
+        static let server = TestServer.restartable("postgres-restart")
+
         @Test func poolRecoversAfterServerRestart() async throws {
-            try await PostgresTestDatabase.with(restartable: true) { config in
+            try await TestDatabase.with(on: RestartTests.server) { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 2, acquireTimeout: .seconds(10))
                 try await pool.query("CREATE TABLE t (n int)")
                 let pidBefore = try await pool.query("SELECT pg_backend_pid()").scalar(Int32.self)
@@ -29,7 +33,7 @@ extension PostgresIntegrationTests {
                 let inFlight = await expectPostgresError {
                     try await pool.withConnection { connection in
                         try await connection.query("SELECT 1")
-                        try await PostgresTestDatabase.restartServer()
+                        try await RestartTests.server.pg("restart")
                         try await connection.query("INSERT INTO t VALUES (\(1))")
                     }
                 }
@@ -46,7 +50,7 @@ extension PostgresIntegrationTests {
                 // Idle connections that died during a restart are noticed on lease (the server's goodbye and EOF
                 // are already in the socket) and reconnected in place: the very next call works.
                 #expect(pool.stats().idle >= 1)
-                try await PostgresTestDatabase.restartServer()
+                try await RestartTests.server.pg("restart")
                 try await pool.query("INSERT INTO t VALUES (\(3))")
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for n in 4...6 { group.addTask { try await pool.query("INSERT INTO t VALUES (\(n))") } }
@@ -59,7 +63,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func listenerDeliversNotificationsAndRelistensAfterRestart() async throws {
-            try await PostgresTestDatabase.with(restartable: true) { config in
+            try await TestDatabase.with(on: RestartTests.server) { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 let listener = try await PostgresListener.start(
                     configuration: config, channels: ["catalog", "Mixed Case \"chan\""],
@@ -83,7 +87,7 @@ extension PostgresIntegrationTests {
                         return log.notifications.contains { $0.channel == "late" }
                     })
 
-                try await PostgresTestDatabase.restartServer()
+                try await RestartTests.server.pg("restart")
                 #expect(await eventually(timeout: .seconds(15)) { log.reconnects == 1 })
                 // The pool's idle connection died too; the listener re-LISTENed on every channel.
                 try await pool.notify(channel: "catalog", payload: "after-restart")

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Synchronization
 import Testing
@@ -28,7 +29,7 @@ extension PostgresIntegrationTests {
     @Suite("Transactions")
     struct TransactionTests {
         @Test func commitAndRollbackOnThrow() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 try await pool.query("CREATE TABLE t (k text PRIMARY KEY)")
@@ -71,7 +72,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func isolationLevelIsApplied() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 for level in [PostgresIsolationLevel.readCommitted, .repeatableRead, .serializable] {
@@ -84,7 +85,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func serializationFailureIsRetried() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 2)
                 defer { Task { await pool.close() } }
                 try await pool.query("CREATE TABLE items (k int, seen bigint)")
@@ -117,7 +118,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func retriesAreBoundedAndTheLastErrorIsThrown() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 let runs = Atomic<Int>(0)
@@ -166,7 +167,7 @@ actor CounterRepository {
 
 extension PostgresIntegrationTests.TransactionTests {
     @Test func actorCallSiteAndConnectionLevelTransactions() async throws {
-        try await PostgresTestDatabase.with { config in
+        try await TestDatabase.with { config in
             let pool = PostgresPool(configuration: config, maxConnections: 4)
             try await pool.query("CREATE TABLE counters (tenant text PRIMARY KEY, n bigint NOT NULL)")
             let repository = CounterRepository(pool: pool, tenant: "t-1")
@@ -199,7 +200,7 @@ extension PostgresIntegrationTests.TransactionTests {
 
 extension PostgresIntegrationTests.PoolTests {
     @Test func cancellingAWaiterFailsItWithCancelled() async throws {
-        try await PostgresTestDatabase.with { config in
+        try await TestDatabase.with { config in
             let pool = PostgresPool(configuration: config, maxConnections: 1, acquireTimeout: .seconds(30))
             let gate = Gate()
             let holder = Task { try await pool.withConnection { _ in await gate.wait() } }

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Testing
 
@@ -6,7 +7,7 @@ extension PostgresIntegrationTests {
     @Suite("Type round trips")
     struct TypeRoundTripTests {
         @Test func everySupportedTypeRoundTripsThroughATable() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 2)
                 defer { Task { await pool.close() } }
                 try await pool.query(
@@ -78,7 +79,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func textArraysWithNullElementsAndUnnestBatching() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 let withNull: [String?] = ["a", nil, "NULL", "x,y"]
@@ -103,7 +104,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func timestamptzWithZoneOffsets() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let connection = try await PostgresConnection.connect(configuration: config)
                 // Session is UTC by default.
                 let utc = try await connection.query("SELECT '2024-03-01 17:30:00.25+05:30'::timestamptz::text")
@@ -132,7 +133,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func numericPrecisionIsExact() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 let values = ["12345678901234567890.123456789", "-0.000000000000000000001", "0", "NaN"]
@@ -151,7 +152,7 @@ extension PostgresIntegrationTests {
         }
 
         @Test func decodingWrongTypeNamesColumnAndOID() async throws {
-            try await PostgresTestDatabase.with { config in
+            try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1)
                 defer { Task { await pool.close() } }
                 let rows = try await pool.query("SELECT 42::int4 AS answer")

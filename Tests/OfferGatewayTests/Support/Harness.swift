@@ -3,6 +3,7 @@ import JSONRPC
 import OfferCrypto
 import OfferGateway
 import OfferStore
+import OfferTestSupport
 import Postgres
 import Testing
 
@@ -21,12 +22,12 @@ struct TestGateway: Sendable {
 
     /// Runs `body` against a fresh gateway (and database), then shuts both down.
     static func with<T>(
-        restartable: Bool = false, logLevel: LogLevel = .info, poolSize: Int = 8,
+        server: TestServer = .main, logLevel: LogLevel = .info, poolSize: Int = 8,
         acquireTimeout: Duration = .seconds(15),
         configure: (inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _ in },
         _ body: (TestGateway) async throws -> T
     ) async throws -> T {
-        try await TestDatabase.with(restartable: restartable) { configuration in
+        try await TestDatabase.with(on: server) { configuration in
             let gateway = try await start(
                 configuration: configuration, logLevel: logLevel, poolSize: poolSize, acquireTimeout: acquireTimeout,
                 configure: configure)
