@@ -13,7 +13,7 @@ import Synchronization
 public final class ChildProcess: Sendable {
     /// The child's process id.
     public let pid: pid_t
-    /// The decoded exit status once reaped (see `decode(_:)`).
+    /// The raw wait status once reaped.
     private let reaped = Mutex<Int32?>(nil)
 
     private init(pid: pid_t) { self.pid = pid }
@@ -64,12 +64,28 @@ public final class ChildProcess: Sendable {
         raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
     }
 
-    /// The decoded exit status if the child has exited (reaping it), nil while it runs. Never blocks.
-    public func exitStatus() -> Int32? {
+    /// How a process ended.
+    public enum Termination: Sendable, Equatable {
+        /// It called exit with this code.
+        case exit(Int32)
+        /// This signal ended it.
+        case signal(Int32)
+    }
+
+    /// How the child ended, if it has (reaping it); nil while it runs. Never blocks.
+    public func termination() -> Termination? {
+        reapIfExited().map { raw in raw & 0x7F == 0 ? .exit((raw >> 8) & 0xFF) : .signal(raw & 0x7F) }
+    }
+
+    /// The decoded exit status (see `decode(_:)`) if the child has exited (reaping it), nil while it runs. Never
+    /// blocks.
+    public func exitStatus() -> Int32? { reapIfExited().map(Self.decode) }
+
+    private func reapIfExited() -> Int32? {
         reaped.withLock { status in
             if let status { return status }
             var raw: Int32 = 0
-            if waitpid(pid, &raw, WNOHANG) == pid { status = Self.decode(raw) }
+            if waitpid(pid, &raw, WNOHANG) == pid { status = raw }
             return status
         }
     }

@@ -122,20 +122,17 @@ struct SignalTests {
     func sigterm() async throws {
         try await TestDatabase.with { configuration in
             let path = "/tmp/og-gwt-\(UUID().uuidString.prefix(8)).sock"
-            let process = Process()
-            process.executableURL = SpawnedGateway.binary
-            process.arguments = ["serve", "--listen", "unix:\(path)", "--database-url", configuration.conninfo]
             var environment = ProcessInfo.processInfo.environment
             let adminKey = "og_admin_sigterm_" + UUID().uuidString
             environment["OFFERGATE_ADMIN_KEY"] = adminKey
             environment["OFFERGATE_MASTER_KEY"] = Data(try SecureRandom.bytes(count: 32)).base64EncodedString()
-            process.environment = environment
             let logPath = "/tmp/og-gwt-stderr-\(UUID().uuidString.prefix(8)).log"
-            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
             defer { unlink(logPath) }
-            process.standardError = FileHandle(forWritingAtPath: logPath)
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
+            let process = try ChildProcess.spawn(
+                SpawnedGateway.binary.path,
+                ["serve", "--listen", "unix:\(path)", "--database-url", configuration.conninfo],
+                environment: environment, stderr: logPath)
+            defer { if process.isRunning { process.kill() } }
             let up = await eventually(timeout: .seconds(20)) {
                 guard FileManager.default.fileExists(atPath: path),
                     let client = try? await RPCClient.connect(to: "unix:\(path)")
@@ -161,18 +158,12 @@ struct SignalTests {
             try client.sendRaw(slow.text)
             // once a ping sent after it is answered, the server has read and started the upsert
             #expect(try await client.call(method: "system.ping") == .object([:]))
-            kill(process.processIdentifier, SIGTERM)
+            process.terminate()
             let answer = try await client.nextRawValue(timeout: .seconds(30))
             #expect(answer?["result"]?["imported"]?["products"]?.int64Value == 3000, "\(answer?.text.prefix(300) ?? "nil")")
-            let status: Int32 = await withCheckedContinuation { continuation in
-                let thread = Thread {
-                    process.waitUntilExit()
-                    continuation.resume(returning: process.terminationStatus)
-                }
-                thread.start()
-            }
+            let status = await process.wait()
             #expect(status == 0)
-            #expect(process.terminationReason == .exit)
+            #expect(process.termination() == .exit(0))
             // the log shows the upsert finishing after shutdown began (it really was in flight)
             let log = String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
                 .split(separator: "\n")

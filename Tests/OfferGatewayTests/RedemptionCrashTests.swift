@@ -83,37 +83,33 @@ struct RedemptionCrashTests {
 
     /// A spawned `offergate serve` on a Unix socket.
     struct SpawnedGateway {
-        let process: Process
+        let process: ChildProcess
         let socket: String
 
         static func start(databaseURL: String, adminKey: String, masterKey: String) async throws -> SpawnedGateway {
-            let binary = URL(fileURLWithPath: PackagePaths.binary("offergate"))
-            guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            let binary = PackagePaths.binary("offergate")
+            guard FileManager.default.isExecutableFile(atPath: binary) else {
                 throw MissingEnvironment(
-                    variable: "the built gateway (run `swift build`): \(binary.path)")
+                    variable: "the built gateway (run `swift build`): \(binary)")
             }
             let socket = RedemptionSupport.socketPath()
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = [
-                "serve", "--listen", "unix:" + socket, "--database-url", databaseURL, "--pool-size", "8",
-                "--log-level", "error", "--quiet-requests",
-            ]
             var environment = ProcessInfo.processInfo.environment
             environment["OFFERGATE_ADMIN_KEY"] = adminKey
             environment["OFFERGATE_MASTER_KEY"] = masterKey
-            process.environment = environment
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ChildProcess.spawn(
+                binary,
+                [
+                    "serve", "--listen", "unix:" + socket, "--database-url", databaseURL, "--pool-size", "8",
+                    "--log-level", "error", "--quiet-requests",
+                ],
+                environment: environment)
             let up = await redemptionEventually {
                 guard let client = try? await RPCClient.connect(to: "unix:" + socket) else { return false }
                 defer { client.close() }
                 return (try? await client.call(method: "system.ping", params: [:])) != nil
             }
             guard up else {
-                kill(process.processIdentifier, SIGKILL)
+                process.kill()
                 throw MissingEnvironment(variable: "a gateway listening on \(socket)")
             }
             return SpawnedGateway(process: process, socket: socket)
@@ -127,21 +123,21 @@ struct RedemptionCrashTests {
 
         /// Never leaves a gateway behind, whatever the test did.
         func killIfRunning() {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            if process.isRunning { process.kill() }
             unlink(socket)
         }
 
         func kill9() async {
-            kill(process.processIdentifier, SIGKILL)
+            process.kill()
             await waitForExit()
         }
 
         func terminate() async {
-            kill(process.processIdentifier, SIGTERM)
+            process.terminate()
             await waitForExit()
         }
 
-        /// Polls (never blocks a cooperative thread in waitpid).
+        /// Polls (never blocks a cooperative thread in waitpid), for 15 s at most.
         private func waitForExit() async {
             _ = await redemptionEventually(timeout: .seconds(15)) { !process.isRunning }
             unlink(socket)

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,52 +10,16 @@ import Testing
 /// with a given DATABASE_URL, `offergate migrate`, `--help` and usage errors.
 @Suite("offergate command line", .serialized)
 struct ServeCommandTests {
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    static let binary = packageRoot.appendingPathComponent(".build/debug/offergate").path
+    static var binary: String { PackagePaths.binary("offergate") }
 
-    struct Outcome {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    /// Runs the binary with `input` on stdin; output goes to files (never pipes a server could inherit).
-    static func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws -> Outcome {
-        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("og-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let inPath = dir.appendingPathComponent("in").path
-        let outPath = dir.appendingPathComponent("out").path
-        let errPath = dir.appendingPathComponent("err").path
-        try input.write(toFile: inPath, atomically: true, encoding: .utf8)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        var env = ProcessInfo.processInfo.environment
-        env["DATABASE_URL"] = nil
-        env["OFFERGATE_ADMIN_KEY"] = nil
-        env["OFFERGATE_MASTER_KEY"] = nil
-        env.merge(environment) { _, new in new }
-        let argv = [binary] + arguments
-        var cArgs = argv.map { strdup($0) } + [nil]
-        var cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in cArgs { free(p) }
-            for p in cEnv { free(p) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, binary, &actions, nil, &cArgs, &cEnv)
-        guard rc == 0 else { throw POSIXError(POSIXErrorCode(rawValue: rc) ?? .EIO) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Outcome(
-            status: exit, stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    /// Runs the binary with `input` on stdin, without the variables that would steer it (unless given in
+    /// `environment`); output goes to files (never pipes a server could inherit).
+    static func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) async throws
+        -> ChildProcess.Outcome
+    {
+        let env = ChildProcess.environment(
+            removing: ["DATABASE_URL", "OFFERGATE_ADMIN_KEY", "OFFERGATE_MASTER_KEY"], adding: environment)
+        return try await ChildProcess.run(binary, arguments, environment: env, input: input, timeout: .seconds(300))
     }
 
     static func healthResponse(_ stdout: String) throws -> [String: Any] {
@@ -66,10 +31,10 @@ struct ServeCommandTests {
 
     static let health = #"{"jsonrpc":"2.0","id":1,"method":"system.health"}"# + "\n"
 
-    @Test func healthOverStdioWithTheEmbeddedDatabase() throws {
+    @Test func healthOverStdioWithTheEmbeddedDatabase() async throws {
         let base = "/tmp/og-serve-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: base) }
-        let first = try Self.run(["serve", "--stdio", "--data-dir", base], input: Self.health)
+        let first = try await Self.run(["serve", "--stdio", "--data-dir", base], input: Self.health)
         #expect(first.status == 0, "stderr: \(first.stderr)")
         let response = try Self.healthResponse(first.stdout)
         #expect(response["id"] as? Int == 1)
@@ -84,44 +49,44 @@ struct ServeCommandTests {
         }
         // The embedded cluster was stopped on exit, and is reused (not re-initialised) next time.
         #expect(!FileManager.default.fileExists(atPath: "\(base)/pgdata/postmaster.pid"))
-        let second = try Self.run(["serve", "--stdio", "--data-dir", base], input: Self.health)
+        let second = try await Self.run(["serve", "--stdio", "--data-dir", base], input: Self.health)
         #expect(second.status == 0, "stderr: \(second.stderr)")
         #expect(try Self.healthResponse(second.stdout)["result"] as? [String: Any] != nil)
         #expect(!second.stderr.contains("migrations applied"))
     }
 
     @Test func healthOverStdioWithAGivenDatabaseURLStartsNothing() async throws {
-        let url = try #require(
-            ProcessInfo.processInfo.environment["OFFERGATE_TEST_DATABASE_URL"], "run the tests through ops/test")
-        let masterKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-        let env = ["DATABASE_URL": url.replacingOccurrences(of: "dbname=postgres", with: "dbname=postgres"),
-                   "OFFERGATE_MASTER_KEY": masterKey]
-        // The migrate command, then serve (which would migrate too, idempotently).
-        let migrate = try Self.run(["migrate"], environment: env)
-        #expect(migrate.status == 0, "stderr: \(migrate.stderr)")
-        let outcome = try Self.run(["serve", "--stdio"], input: Self.health, environment: env)
-        #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
-        let result = try #require(try Self.healthResponse(outcome.stdout)["result"] as? [String: Any])
-        #expect(result["database"] as? String == "ok")
-        #expect(outcome.stderr.contains(#""database":"external""#))
-        #expect(!outcome.stderr.contains("admin key (embedded mode)"))
+        try await TestDatabase.withConninfo { url in
+            let masterKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            let env = ["DATABASE_URL": url, "OFFERGATE_MASTER_KEY": masterKey]
+            // The migrate command, then serve (which would migrate too, idempotently).
+            let migrate = try await Self.run(["migrate"], environment: env)
+            #expect(migrate.status == 0, "stderr: \(migrate.stderr)")
+            let outcome = try await Self.run(["serve", "--stdio"], input: Self.health, environment: env)
+            #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
+            let result = try #require(try Self.healthResponse(outcome.stdout)["result"] as? [String: Any])
+            #expect(result["database"] as? String == "ok")
+            #expect(outcome.stderr.contains(#""database":"external""#))
+            #expect(!outcome.stderr.contains("admin key (embedded mode)"))
+        }
     }
 
-    @Test func withoutAMasterKeyAnExternalDatabaseUsesAKeyFileAndWarns() throws {
-        let url = try #require(ProcessInfo.processInfo.environment["OFFERGATE_TEST_DATABASE_URL"])
-        let home = "/tmp/og-home-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer { try? FileManager.default.removeItem(atPath: home) }
-        let outcome = try Self.run(
-            ["serve", "--stdio", "--master-key-file", "\(home)/master.key"], input: Self.health,
-            environment: ["DATABASE_URL": url])
-        #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
-        let attributes = try FileManager.default.attributesOfItem(atPath: "\(home)/master.key")
-        #expect((attributes[.posixPermissions] as? Int) == 0o600)
-        #expect(outcome.stderr.contains("no OFFERGATE_ADMIN_KEY"))
-        // The master key never reaches the log.
-        let key = try String(contentsOfFile: "\(home)/master.key", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(!outcome.stderr.contains(key))
+    @Test func withoutAMasterKeyAnExternalDatabaseUsesAKeyFileAndWarns() async throws {
+        try await TestDatabase.withConninfo { url in
+            let home = "/tmp/og-home-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            defer { try? FileManager.default.removeItem(atPath: home) }
+            let outcome = try await Self.run(
+                ["serve", "--stdio", "--master-key-file", "\(home)/master.key"], input: Self.health,
+                environment: ["DATABASE_URL": url])
+            #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
+            let attributes = try FileManager.default.attributesOfItem(atPath: "\(home)/master.key")
+            #expect((attributes[.posixPermissions] as? Int) == 0o600)
+            #expect(outcome.stderr.contains("no OFFERGATE_ADMIN_KEY"))
+            // The master key never reaches the log.
+            let key = try String(contentsOfFile: "\(home)/master.key", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(!outcome.stderr.contains(key))
+        }
     }
 
     @Test(arguments: [
@@ -130,19 +95,19 @@ struct ServeCommandTests {
         (["serve", "--stdio", "--pool-size", "0"], "--pool-size"),
         (["frobnicate"], "unknown command 'frobnicate'"),
     ])
-    func usageErrorsExit64(arguments: [String], message: String) throws {
-        let outcome = try Self.run(arguments)
+    func usageErrorsExit64(arguments: [String], message: String) async throws {
+        let outcome = try await Self.run(arguments)
         #expect(outcome.status == 64)
         #expect(outcome.stderr.contains(message), "\(outcome.stderr)")
         #expect(outcome.stdout.isEmpty)
     }
 
-    @Test func helpIsPrintedForEveryCommand() throws {
-        let root = try Self.run(["--help"])
+    @Test func helpIsPrintedForEveryCommand() async throws {
+        let root = try await Self.run(["--help"])
         #expect(root.status == 0)
         #expect(root.stdout.contains("USAGE: offergate <command>"))
         #expect(root.stdout.contains("serve") && root.stdout.contains("migrate"))
-        let serve = try Self.run(["serve", "--help"])
+        let serve = try await Self.run(["serve", "--help"])
         #expect(serve.status == 0)
         for flag in ["--stdio", "--listen", "--database-url", "--data-dir", "--max-connections", "--idle-timeout",
                      "--max-in-flight", "--frame-limit", "--rate-limit", "--pool-size", "--shutdown-grace"] {
