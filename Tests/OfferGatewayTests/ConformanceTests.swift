@@ -245,11 +245,14 @@ struct ConformanceTests {
 
     @Test("idle connections are closed; busy ones are not")
     func idleTimeout() async throws {
-        try await TestGateway.with(configure: { _, rpc in rpc.idleTimeout = 0.5 }) { gw in
+        // 2 s idle timeout, a ping every 200 ms for 3 s: the busy connection outlives the timeout by far, and a
+        // scheduling stall of the loaded test process (2 cores, every target in parallel) up to 1.8 s between two
+        // pings cannot close it by accident (at 0.5 s it sometimes did).
+        try await TestGateway.with(configure: { _, rpc in rpc.idleTimeout = 2 }) { gw in
             let idle = try await gw.connect()
             let busy = try await gw.connect(tcp: true)
             defer { busy.close() }
-            for _ in 0..<6 {
+            for _ in 0..<15 {
                 try await Task.sleep(for: .milliseconds(200))
                 #expect(try await busy.call(method: "system.ping") == .object([:]))
             }
