@@ -159,7 +159,8 @@ public final class ChildProcess: Sendable {
         let outPath = dir.appendingPathComponent("stdout").path
         let errPath = dir.appendingPathComponent("stderr").path
         try input.write(toFile: inPath, atomically: true, encoding: .utf8)
-        let child = try spawn(path, arguments, environment: environment, stdin: inPath, stdout: outPath, stderr: errPath)
+        let child = try spawn(
+            path, arguments, environment: environment, stdin: inPath, stdout: outPath, stderr: errPath)
         let status = await child.wait(timeout: timeout)
         return Outcome(
             status: status,

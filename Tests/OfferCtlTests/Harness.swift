@@ -110,8 +110,8 @@ struct TestGateway: Sendable {
             environment: environment, stdout: scratch.appendingPathComponent("gateway.out").path,
             stderr: scratch.appendingPathComponent("gateway.err").path)
         let gateway = TestGateway(
-            process: process, socketPath: socketPath, databaseURL: databaseURL, adminKey: adminKey, masterKey: masterKey,
-            scratch: scratch)
+            process: process, socketPath: socketPath, databaseURL: databaseURL, adminKey: adminKey,
+            masterKey: masterKey, scratch: scratch)
         // Ready once it answers system.health on its socket.
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
