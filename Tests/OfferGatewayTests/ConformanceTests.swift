@@ -564,11 +564,12 @@ struct ConformanceTests {
                 defer { reader.close() }
                 let before = try await reader.call(method: "catalog.get", params: [:])
                 #expect(before["products"]?.arrayValue?.count == 2)  // now cached in process two
-                let started = ContinuousClock.now
                 _ = try await admin.call(
                     method: "catalog.upsert",
                     params: ["tenant": "acme", "products": [["id": "weekly", "groupId": "premium", "period": "P1W",
                                                              "price": "1.99", "currency": "USD", "level": 3]]])
+                // The change is committed when the upsert answers: from then on, process two has one second.
+                let started = ContinuousClock.now
                 let seen = try await eventually(timeout: .seconds(3)) {
                     try await reader.call(method: "catalog.get", params: [:])["products"]?.arrayValue?.count == 3
                 }

@@ -146,8 +146,12 @@ struct SignalTests {
             #expect(try await client.call(method: "system.health")["database"] == "ok")
             _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(adminKey)])
             try await SpawnedGateway.createTenantWithCatalog(client)
-            // a slow request in flight when SIGTERM arrives is still answered
-            let products: [JSONValue] = (0..<3000).map {
+            // A request in flight when SIGTERM arrives is still answered. To make "in flight" certain rather than
+            // a race, the test holds the lock catalog.upsert takes (the tenant row) until shutdown has begun.
+            let blocker = try await PostgresConnection.connect(configuration: configuration)
+            try await blocker.query("BEGIN")
+            try await blocker.query("SELECT 1 FROM tenants WHERE slug = 'sig' FOR UPDATE")
+            let products: [JSONValue] = (0..<50).map {
                 ["id": .string("bulk.\($0)"), "groupId": "premium", "period": "P1M", "price": "1.99", "currency": "USD",
                  "level": .int(3 + $0)]
             }
@@ -159,8 +163,15 @@ struct SignalTests {
             // once a ping sent after it is answered, the server has read and started the upsert
             #expect(try await client.call(method: "system.ping") == .object([:]))
             process.terminate()
+            let shuttingDown = await eventually(timeout: .seconds(20)) {
+                String(decoding: FileManager.default.contents(atPath: logPath) ?? Data(), as: UTF8.self)
+                    .contains("shutting down")
+            }
+            #expect(shuttingDown)
+            try await blocker.query("COMMIT")
+            await blocker.close()
             let answer = try await client.nextRawValue(timeout: .seconds(30))
-            #expect(answer?["result"]?["imported"]?["products"]?.int64Value == 3000, "\(answer?.text.prefix(300) ?? "nil")")
+            #expect(answer?["result"]?["imported"]?["products"]?.int64Value == 50, "\(answer?.text.prefix(300) ?? "nil")")
             let status = await process.wait()
             #expect(status == 0)
             #expect(process.termination() == .exit(0))
