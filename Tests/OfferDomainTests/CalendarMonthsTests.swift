@@ -51,3 +51,40 @@ struct CalendarMonthsTests {
         #expect(CalendarMonths.calendar.timeZone.secondsFromGMT() == 0)
     }
 }
+
+/// The civil-date arithmetic agrees with an independent reference built on Foundation's UTC Gregorian calendar
+/// (date components in, clamp the day to the month's length, date out) on random instants from 1901 to 2099.
+/// (`Calendar.date(byAdding: .month, …)` itself is not the oracle: on this platform it sometimes rolls Jan 29-31
+/// over into March instead of clamping to the end of February.)
+@Test func monthArithmeticAgreesWithACalendarReference() throws {
+    var rng = SplitMix64(state: 0x0FFE_96A7E)
+    let calendar = CalendarMonths.calendar
+    struct ReferenceFailed: Error {}
+    func reference(_ months: Int, _ from: Date) throws -> Date {
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: from)
+        guard let y = c.year, let m = c.month, let d = c.day else { throw ReferenceFailed() }
+        let total = y * 12 + (m - 1) + months
+        let year = Int((Double(total) / 12).rounded(.down))
+        let month = total - year * 12 + 1
+        guard let first = calendar.date(from: DateComponents(year: year, month: month, day: 1)),
+            let length = calendar.range(of: .day, in: .month, for: first)?.count,
+            let date = calendar.date(
+                from: DateComponents(
+                    year: year, month: month, day: min(d, length), hour: c.hour, minute: c.minute, second: c.second))
+        else { throw ReferenceFailed() }
+        return date
+    }
+    for _ in 0..<20_000 {
+        let seconds: Double = Double(rng.next() % 6_311_433_600) - 2_177_452_800  // 1901-01-01 ... 2099-12-31
+        let from = Date(timeIntervalSince1970: seconds)
+        let months = Int(rng.next() % 61) - 30
+        let added = CalendarMonths.adding(months, to: from)
+        #expect(added == (try reference(months, from)), "\(from) + \(months)")
+        // A fraction of a second is carried through unchanged.
+        #expect(CalendarMonths.adding(months, to: from + 0.25) == added + 0.25)
+        let to = Date(timeIntervalSince1970: seconds + Double(rng.next() % 80_000_000))
+        var count = 0
+        while try reference(count + 1, from) <= to { count += 1 }
+        #expect(CalendarMonths.between(from, to) == count, "\(from) → \(to)")
+    }
+}
