@@ -1,6 +1,7 @@
 // offer-bench: micro-benchmarks of single layers, driven by ops/bench scripts. Not shipped.
 //
 //   offer-bench sign [--seconds S] [--threads N] [--format v1|jws]
+//   offer-bench best [--seconds S]
 //
 // Usage errors exit 64; stdout carries one machine-readable result line per run.
 import Foundation
@@ -13,6 +14,8 @@ guard let mode = arguments.first else {
 switch mode {
 case "sign":
     exit(SignBenchmark.main(Array(arguments.dropFirst())))
+case "best":
+    exit(DomainBenchmark.main(Array(arguments.dropFirst())))
 default:
     FileHandle.standardError.write(Data("offer-bench: unknown mode '\(mode)'\n".utf8))
     exit(64)

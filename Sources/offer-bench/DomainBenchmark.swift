@@ -1,0 +1,71 @@
+import Foundation
+import OfferDomain
+
+/// `offer-bench best [--seconds S]`: the pure rules of one `offers.best` call (history derivation, eligibility,
+/// ranking over a 20-product × 10-offer group, display copy) in a loop, to see the domain's share of B4.
+enum DomainBenchmark {
+    static func main(_ arguments: [String]) -> Int32 {
+        var seconds = 3.0
+        if let index = arguments.firstIndex(of: "--seconds"), index + 1 < arguments.count,
+            let value = Double(arguments[index + 1])
+        {
+            seconds = value
+        }
+        do {
+            let (catalog, histories) = try fixture()
+            let at = Date(timeIntervalSince1970: 1_795_089_600)
+            let locale = Locale(identifier: "en_US")
+            var count = 0
+            var winners = 0
+            let start = ContinuousClock.now
+            let deadline = start + .milliseconds(Int(seconds * 1000))
+            while ContinuousClock.now < deadline {
+                for transactions in histories {
+                    let history = CustomerHistory.derive(transactions: transactions, catalog: catalog, at: at)
+                    let result = try BestOffer.choose(scope: .product("p0"), catalog: catalog, history: history, at: at)
+                    if let winner = result.winner {
+                        winners += DisplayText.make(offer: winner.offer, product: winner.product, locale: locale).count > 0 ? 1 : 0
+                    }
+                    count += 1
+                }
+            }
+            let elapsed = ContinuousClock.now - start
+            let perSecond = Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            print("best decisions/s: \(Int(perSecond)) (\(winners) with a winner of \(count))")
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("offer-bench best: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    /// 20 products × 10 offers in one group, and customers in each state (new, active, lapsed, retry).
+    static func fixture() throws -> (Catalog, [[Transaction]]) {
+        let month = try SubscriptionPeriod.parse("P1M")
+        var products: [Product] = []
+        var offers: [Offer] = []
+        for p in 0..<20 {
+            products.append(Product(id: "p\(p)", groupId: "g", period: month, price: try Money("9.99", currency: "USD"), level: p + 1))
+            offers.append(Offer(id: "p\(p).intro", type: .introductory, productId: "p\(p)", paymentMode: .freeTrial, period: try SubscriptionPeriod.parse("P1W")))
+            for o in 0..<6 {
+                offers.append(Offer(id: "p\(p).promo\(o)", type: .promotional, productId: "p\(p)", paymentMode: .payAsYouGo, period: month, periodCount: o + 1, price: try Money("4.99", currency: "USD"), audience: [.atRisk, .lapsed, .billingRetry, .active]))
+            }
+            for o in 0..<3 {
+                offers.append(Offer(id: "p\(p).wb\(o)", type: .winBack, productId: "p\(p)", paymentMode: .payUpFront, period: try SubscriptionPeriod.parse("P3M"), price: try Money("9.99", currency: "USD"), winBack: WinBackParameters(minPaidMonths: o, monthsSinceLapse: .init(min: 1, max: 24), waitBetweenOffersMonths: 3)))
+            }
+        }
+        let catalog = Catalog(groups: [SubscriptionGroup(id: "g", name: "G")], products: products, offers: offers)
+        let day = 86_400.0
+        let at = 1_795_089_600.0
+        func tx(_ id: String, start: Double, end: Double, autoRenew: Bool = true, retry: Bool = false) -> Transaction {
+            Transaction(transactionId: id, productId: "p0", purchaseDate: Date(timeIntervalSince1970: start), expiresDate: Date(timeIntervalSince1970: end), autoRenew: autoRenew, inBillingRetry: retry)
+        }
+        let histories: [[Transaction]] = [
+            [],
+            (0..<12).map { tx("a\($0)", start: at - Double(12 - $0) * 30 * day, end: at - Double(11 - $0) * 30 * day + day) },
+            (0..<6).map { tx("l\($0)", start: at - Double(10 - $0) * 30 * day, end: at - Double(9 - $0) * 30 * day, autoRenew: false) },
+            [tx("r0", start: at - 40 * day, end: at - 10 * day, retry: true)],
+        ]
+        return (catalog, histories)
+    }
+}
