@@ -61,11 +61,20 @@ public enum HTMLReport {
                 h += "</ul>\n"
             }
         }
-        h += "<h2>Throughput over time</h2>\n" + throughputChart(r.timeline) + "\n"
-        h += "<h2>Latency over time</h2>\n" + timelineChart(r.timeline) + "\n"
+        h += "<h2>Throughput over time</h2>\n" + throughputChart(r.timeline, measuredSeconds: r.measuredSeconds) + "\n"
+        h += "<h2>Latency over time</h2>\n" + timelineChart(withoutShortTail(r.timeline, r.measuredSeconds)) + "\n"
         h += "<h2>Latency histogram</h2>\n" + histogramChart(r.histogram) + "\n"
         h += "</body></html>\n"
         return h
+    }
+
+    /// The points without a last second that covers less than a quarter of a second of the measured window (its
+    /// few stragglers would draw a misleading final point).
+    static func withoutShortTail(_ points: [TimelinePoint], _ measuredSeconds: Double) -> [TimelinePoint] {
+        guard let last = points.last, points.count > 1, measuredSeconds - Double(last.second) < 0.25 else {
+            return points
+        }
+        return Array(points.dropLast())
     }
 
     /// Escapes text for HTML element content and attribute values.
@@ -169,13 +178,33 @@ public enum HTMLReport {
     }
 
     /// Completions and errors per second (linear y) over seconds since the warm-up.
-    static func throughputChart(_ points: [TimelinePoint]) -> String {
+    ///
+    /// The last second of a run is usually cut short (a 5.01 s run has 0.01 s in second 5). Drawn as a full
+    /// second it would look like a stall, so a partial last second is drawn as a rate over the part measured
+    /// (a narrower bar), or left out with a caption when it covers less than a quarter of a second.
+    static func throughputChart(_ all: [TimelinePoint], measuredSeconds: Double = .infinity) -> String {
         let label = "Throughput over time: completions and errors per second"
-        guard !points.isEmpty else { return noData(label) }
+        var points = all
+        var caption = ""
+        var lastFraction = 1.0
+        if let last = points.last, measuredSeconds.isFinite, Double(last.second) + 1 > measuredSeconds {
+            lastFraction = max(0, measuredSeconds - Double(last.second))
+            if lastFraction < 0.25 {
+                points.removeLast()
+                caption =
+                    "<p>The last \(Format.fixed(lastFraction, digits: 2)) s (\(Format.number(last.completions)) "
+                    + "completions) is too short a window for a per-second rate and is not drawn.</p>\n"
+                lastFraction = 1
+            }
+        }
+        guard !points.isEmpty else { return noData(label) + caption }
+        func scale(_ p: TimelinePoint, _ v: UInt64) -> Double {
+            p.second == points.last?.second ? Double(v) / lastFraction : Double(v)
+        }
         let plotW = width - left - right
         let plotH = height - top - bottom
         let maxSecond = Double(max(1, points.count))
-        let yMax = niceCeiling(Double(points.map(\.completions).max() ?? 1))
+        let yMax = niceCeiling(points.map { scale($0, $0.completions) }.max() ?? 1)
         func x(_ second: Double) -> Double { left + plotW * second / maxSecond }
         func y(_ count: Double) -> Double { top + plotH * (1 - count / yMax) }
         var body = ""
@@ -197,13 +226,16 @@ public enum HTMLReport {
         let barW = max(1, plotW / maxSecond - 2)
         for p in points {
             let x0 = x(Double(p.second)) + 1
+            let w = p.second == points.last?.second ? max(1, barW * lastFraction) : barW
+            let completions = scale(p, p.completions)
+            let errors = scale(p, p.errors)
             body +=
-                "<rect x=\"\(n(x0))\" y=\"\(n(y(Double(p.completions))))\" width=\"\(n(barW))\" "
-                + "height=\"\(n(y(0) - y(Double(p.completions))))\" fill=\"#1f77b4\"/>"
+                "<rect x=\"\(n(x0))\" y=\"\(n(y(completions)))\" width=\"\(n(w))\" "
+                + "height=\"\(n(y(0) - y(completions)))\" fill=\"#1f77b4\"/>"
             if p.errors > 0 {
                 body +=
-                    "<rect x=\"\(n(x0))\" y=\"\(n(y(Double(p.errors))))\" width=\"\(n(barW))\" "
-                    + "height=\"\(n(y(0) - y(Double(p.errors))))\" fill=\"#d62728\"/>"
+                    "<rect x=\"\(n(x0))\" y=\"\(n(y(errors)))\" width=\"\(n(w))\" "
+                    + "height=\"\(n(y(0) - y(errors)))\" fill=\"#d62728\"/>"
             }
             body += "\n"
         }
@@ -212,7 +244,7 @@ public enum HTMLReport {
             + "<text x=\"\(n(width - right - 135))\" y=\"\(n(top + 11))\">completions</text>"
             + "<rect x=\"\(n(width - right - 60))\" y=\"\(n(top + 4))\" width=\"10\" height=\"8\" fill=\"#d62728\"/>"
             + "<text x=\"\(n(width - right - 45))\" y=\"\(n(top + 11))\">errors</text>\n"
-        return frame(label, body, xLabel: "seconds since warm-up", yLabel: "requests per second")
+        return frame(label, body, xLabel: "seconds since warm-up", yLabel: "requests per second") + caption
     }
 
     /// Count of requests per latency bin, latency on a log₁₀ x axis (10 bins per decade).

@@ -119,6 +119,26 @@ let samplePlan = LoadPlan(
         #expect(html.contains(">100 ms<"))
     }
 
+    /// A 2.01 s run has 0.01 s in its third second: drawn as a whole second its few completions would look like a
+    /// stall, so it is left out with a caption; a last second covering half a second is drawn as a rate over it.
+    @Test func partialLastSecondIsNotDrawnAsAStall() {
+        let points = [
+            TimelinePoint(second: 0, completions: 1_000, errors: 0, p50Micros: 1, p99Micros: 2, maxMicros: 3),
+            TimelinePoint(second: 1, completions: 1_000, errors: 0, p50Micros: 1, p99Micros: 2, maxMicros: 3),
+            TimelinePoint(second: 2, completions: 10, errors: 0, p50Micros: 1, p99Micros: 2, maxMicros: 3),
+        ]
+        let short = HTMLReport.throughputChart(points, measuredSeconds: 2.01)
+        #expect(short.contains("The last 0.01 s (10 completions)"))
+        #expect(short.components(separatedBy: "<rect").count - 1 == 2 + 2)  // legend + 2 bars
+        #expect(HTMLReport.withoutShortTail(points, 2.01).count == 2)
+        let half = HTMLReport.throughputChart(points, measuredSeconds: 2.5)
+        #expect(!half.contains("The last"))
+        #expect(half.components(separatedBy: "<rect").count - 1 == 2 + 3)
+        #expect(HTMLReport.withoutShortTail(points, 2.5).count == 3)
+        // 10 completions over 0.5 s = 20/s: the y axis still tops at 1,000, the bars at full height for 1,000/s.
+        #expect(half.contains(">1,000<"))
+    }
+
     @Test func htmlEscapesEveryInsertedText() {
         var plan = samplePlan
         plan.targets = ["unix:/tmp/<b>&\"'.sock"]
