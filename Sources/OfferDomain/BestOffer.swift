@@ -119,13 +119,10 @@ public enum BestOffer {
                     ConsideredOffer(
                         offer: offer, product: product,
                         verdict: Eligibility.evaluate(offer: offer, history: group, at: at),
-                        saving: catalog.saving(of: offer.id, product: product.id) ?? Saving(offer: offer, product: product), rank: nil))
+                        saving: Saving(offer: offer, product: product), rank: nil))
             }
         }
-        // Decorate once, sort on integer keys: eligible offers by their precomputed place in the catalog's
-        // best-offer order (comparing savings as fractions on every comparison dominated a decision's cost).
-        let keys = candidates.map { SortKey($0, position: catalog.bestOfferPosition(of: $0.offer.id)) }
-        let ordered = keys.indices.sorted { keys[$0].isOrdered(before: keys[$1]) }.map { candidates[$0] }
+        let ordered = candidates.sorted(by: isOrderedBefore)
         var considered: [ConsideredOffer] = []
         considered.reserveCapacity(ordered.count)
         var rank = 0
@@ -137,22 +134,6 @@ public enum BestOffer {
             considered.append(candidate)
         }
         return BestOfferResult(winner: considered.first { $0.rank == 1 }, considered: considered)
-    }
-
-    /// A candidate and, when eligible, its place in the catalog's best-offer order.
-    struct SortKey {
-        let candidate: ConsideredOffer
-        let position: Int?
-
-        init(_ candidate: ConsideredOffer, position: Int?) {
-            self.candidate = candidate
-            self.position = candidate.verdict.eligible ? position : nil
-        }
-
-        func isOrdered(before other: SortKey) -> Bool {
-            if let mine = position, let theirs = other.position { return mine < theirs }
-            return BestOffer.isOrderedBefore(candidate, other.candidate)
-        }
     }
 
     /// The total order: eligible first, then type priority, then larger saving (eligible only), then offer id.

@@ -160,13 +160,6 @@ public struct Catalog: Sendable, Hashable, Codable {
     private var groupIndex: [String: Int]
     private var productIndex: [String: Int]
     private var offerIndex: [String: Int]
-    /// Offer positions per product id, in catalog order.
-    private var offersByProduct: [String: [Int]]
-    /// Each offer's place in the best-offer order among eligible offers (type priority, then larger saving, then
-    /// offer id), computed once per catalog: savings do not depend on the customer, only eligibility does.
-    private var bestOfferPosition: [String: Int]
-    /// Each offer's saving (see ``Saving``), computed once per catalog.
-    private var savings: [String: Saving]
 
     /// Creates a catalog without validating it (lookups return the first of duplicate ids).
     /// Call ``validate(at:)`` or use ``init(validating:products:offers:at:)``.
@@ -177,41 +170,7 @@ public struct Catalog: Sendable, Hashable, Codable {
         self.groupIndex = Catalog.index(groups.map(\.id))
         self.productIndex = Catalog.index(products.map(\.id))
         self.offerIndex = Catalog.index(offers.map(\.id))
-        var byProduct: [String: [Int]] = [:]
-        for (position, offer) in offers.enumerated() { byProduct[offer.productId, default: []].append(position) }
-        self.offersByProduct = byProduct
-        let productIndex = self.productIndex
-        let ranked: [(offer: Offer, saving: Saving)] = offers.compactMap { offer in
-            guard let product = productIndex[offer.productId].map({ products[$0] }) else { return nil }
-            return (offer, Saving(offer: offer, product: product))
-        }
-        let sorted = ranked.sorted { lhs, rhs in
-            if lhs.offer.type.bestOfferPriority != rhs.offer.type.bestOfferPriority {
-                return lhs.offer.type.bestOfferPriority > rhs.offer.type.bestOfferPriority
-            }
-            if lhs.saving != rhs.saving { return lhs.saving > rhs.saving }
-            return lhs.offer.id.utf8.lexicographicallyPrecedes(rhs.offer.id.utf8)
-        }
-        var positions: [String: Int] = [:]
-        var savings: [String: Saving] = [:]
-        for (position, entry) in sorted.enumerated() where positions[entry.offer.id] == nil {
-            positions[entry.offer.id] = position
-            savings[entry.offer.id] = entry.saving
-        }
-        self.bestOfferPosition = positions
-        self.savings = savings
     }
-
-    /// The saving of offer `offerId` of product `productId` against that product's regular price, or nil when
-    /// this catalog has no such offer of that product (duplicate ids in an unvalidated catalog fall back too).
-    func saving(of offerId: String, product productId: String) -> Saving? {
-        guard let index = offerIndex[offerId], offers[index].productId == productId else { return nil }
-        return savings[offerId]
-    }
-
-    /// The offer's place in the best-offer order among eligible offers of this catalog (smaller is better), or nil
-    /// when its product is unknown.
-    func bestOfferPosition(of offerId: String) -> Int? { bestOfferPosition[offerId] }
 
     /// Creates a catalog and throws the first validation error, if any.
     public init(validating groups: [SubscriptionGroup], products: [Product], offers: [Offer], at: Date)
@@ -259,7 +218,7 @@ public struct Catalog: Sendable, Hashable, Codable {
     /// Products of a group, in catalog order.
     public func products(inGroup groupId: String) -> [Product] { products.filter { $0.groupId == groupId } }
     /// Offers of a product, in catalog order.
-    public func offers(forProduct productId: String) -> [Offer] { (offersByProduct[productId] ?? []).map { offers[$0] } }
+    public func offers(forProduct productId: String) -> [Offer] { offers.filter { $0.productId == productId } }
     /// The group id of a product.
     public func groupId(ofProduct productId: String) -> String? { product(productId)?.groupId }
 

@@ -48,6 +48,7 @@ public final class Gateway: RPCHandler {
     let customers: CustomerCache
     /// Group commit of the issued-signature ledger.
     let ledger: LedgerWriter
+    let displayTexts = DisplayTextCache()
     /// Group commit of code redemptions (one owner per campaign).
     let redemptions: RedemptionCoordinator
     public let stats = GatewayStats()

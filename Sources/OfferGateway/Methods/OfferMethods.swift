@@ -83,7 +83,8 @@ enum OfferMethods {
                     "offerId": .string(winner.offer.id), "type": .string(winner.offer.type.rawValue),
                     "productId": .string(winner.product.id), "paymentMode": .string(winner.offer.paymentMode.rawValue),
                     "period": .string(winner.offer.period.iso8601), "periodCount": .int(winner.offer.periodCount),
-                    "displayText": .string(DisplayText.make(offer: winner.offer, product: winner.product, locale: locale)),
+                    "displayText": .string(
+                        ctx.gateway.displayTexts.text(offer: winner.offer, product: winner.product, locale: locale)),
                 ]
                 if let price = winner.offer.price {
                     object["price"] = .string(price.decimalString)
