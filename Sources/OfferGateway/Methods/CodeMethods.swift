@@ -32,8 +32,12 @@ enum CodeMethods {
             }
             let gateway = ctx.gateway
             let repository = gateway.database.campaigns
-            // Fast path for retries: a stored outcome is replayed without touching the campaign.
-            if let key, let record = try await repository.idempotencyRecord(tenant: tenant.id, key: key) {
+            // A retried idempotency key needs no query of its own here: the redemption batch reads the stored
+            // outcomes under the campaign lock and replays (or reports a conflict) from there.
+            let replay: @Sendable () async throws -> JSONValue? = {
+                guard let key, let record = try await repository.idempotencyRecord(tenant: tenant.id, key: key) else {
+                    return nil
+                }
                 guard record.requestHash == RedemptionCoordinator.requestHash(code: code, customerId: customerId) else {
                     throw RedemptionCoordinator.keyConflict()
                 }
@@ -54,6 +58,8 @@ enum CodeMethods {
                 let state = try await groupState(
                     ctx, tenant: tenant, customerId: customerId, offer: offer, at: gateway.now())
                 guard campaign.admits(state) else {
+                    // The customer's state may have changed since a success stored under this key: replay it.
+                    if let replayed = try await replay() { return replayed }
                     throw RedemptionCoordinator.refusalError(.notInCampaignEligibility)
                 }
             }
