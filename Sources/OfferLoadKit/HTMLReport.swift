@@ -135,6 +135,29 @@ public enum HTMLReport {
         return 10 * magnitude
     }
 
+    /// The axes both time charts share: five labelled horizontal grid lines up to `yMax`, and a tick every few
+    /// seconds along the bottom.
+    private static func secondsAxes(
+        maxSecond: Double, yMax: Double, x: (Double) -> Double, y: (Double) -> Double, label: (Double) -> String
+    ) -> String {
+        var body = ""
+        for i in 0...4 {
+            let v = yMax * Double(i) / 4
+            body +=
+                "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
+                + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
+                + "\(escape(label(v)))</text>\n"
+        }
+        let xStep = max(1, Int(niceCeiling(maxSecond / 10)))
+        for s in stride(from: 0, through: Int(maxSecond), by: xStep) {
+            body +=
+                "<line x1=\"\(n(x(Double(s))))\" y1=\"\(n(height - bottom))\" x2=\"\(n(x(Double(s))))\" "
+                + "y2=\"\(n(height - bottom + 4))\" stroke=\"#333\"/><text x=\"\(n(x(Double(s))))\" "
+                + "y=\"\(n(height - bottom + 16))\" text-anchor=\"middle\">\(s)</text>\n"
+        }
+        return body
+    }
+
     /// p50 and p99 per second (µs, linear y) over seconds since the warm-up.
     static func timelineChart(_ points: [TimelinePoint]) -> String {
         let label = "Latency over time: p50 and p99 per second"
@@ -145,21 +168,7 @@ public enum HTMLReport {
         let yMax = niceCeiling(Double(points.map(\.p99Micros).max() ?? 1))
         func x(_ second: Double) -> Double { left + plotW * second / maxSecond }
         func y(_ us: Double) -> Double { top + plotH * (1 - us / yMax) }
-        var body = ""
-        for i in 0...4 {
-            let v = yMax * Double(i) / 4
-            body +=
-                "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
-                + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
-                + "\(escape(Format.tick(v)))</text>\n"
-        }
-        let xStep = max(1, Int(niceCeiling(maxSecond / 10)))
-        for s in stride(from: 0, through: Int(maxSecond), by: xStep) {
-            body +=
-                "<line x1=\"\(n(x(Double(s))))\" y1=\"\(n(height - bottom))\" x2=\"\(n(x(Double(s))))\" "
-                + "y2=\"\(n(height - bottom + 4))\" stroke=\"#333\"/><text x=\"\(n(x(Double(s))))\" "
-                + "y=\"\(n(height - bottom + 16))\" text-anchor=\"middle\">\(s)</text>\n"
-        }
+        var body = secondsAxes(maxSecond: maxSecond, yMax: yMax, x: x, y: y, label: Format.tick)
         // Each point sits in the middle of its second; seconds without completions are left out of the lines.
         func line(_ value: (TimelinePoint) -> UInt64, _ colour: String) -> String {
             let coords = points.filter { $0.completions > 0 }.map {
@@ -207,21 +216,7 @@ public enum HTMLReport {
         let yMax = niceCeiling(points.map { scale($0, $0.completions) }.max() ?? 1)
         func x(_ second: Double) -> Double { left + plotW * second / maxSecond }
         func y(_ count: Double) -> Double { top + plotH * (1 - count / yMax) }
-        var body = ""
-        for i in 0...4 {
-            let v = yMax * Double(i) / 4
-            body +=
-                "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
-                + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
-                + "\(escape(Format.number(v)))</text>\n"
-        }
-        let xStep = max(1, Int(niceCeiling(maxSecond / 10)))
-        for s in stride(from: 0, through: Int(maxSecond), by: xStep) {
-            body +=
-                "<line x1=\"\(n(x(Double(s))))\" y1=\"\(n(height - bottom))\" x2=\"\(n(x(Double(s))))\" "
-                + "y2=\"\(n(height - bottom + 4))\" stroke=\"#333\"/><text x=\"\(n(x(Double(s))))\" "
-                + "y=\"\(n(height - bottom + 16))\" text-anchor=\"middle\">\(s)</text>\n"
-        }
+        var body = secondsAxes(maxSecond: maxSecond, yMax: yMax, x: x, y: y, label: Format.number)
         // One bar per second: completions in blue, the errors among them in red from the baseline.
         let barW = max(1, plotW / maxSecond - 2)
         for p in points {
