@@ -28,11 +28,7 @@ struct MethodContext: Sendable {
 
     /// The params decoded into `T`; wrong shapes become -32602 naming the param.
     func params<T: Decodable>(_ type: T.Type) throws -> T {
-        do {
-            return try request.decodeParams(type)
-        } catch {
-            throw error
-        }
+        try request.decodeParams(type)
     }
 
     /// The `tenant` param, if given as a string.
