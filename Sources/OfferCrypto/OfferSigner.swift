@@ -264,7 +264,7 @@ extension UUID {
 
     /// The canonical lowercase form (`UUID.uuidString` is uppercase, which Apple rejects). Formatted directly:
     /// `uuidString` goes through `sprintf` on Linux, a measurable share of a signature's cost.
-    var lowercasedString: String {
+    public var lowercasedString: String {
         let digits: StaticString = "0123456789abcdef"
         return withUnsafeBytes(of: uuid) { raw in
             String(unsafeUninitializedCapacity: 36) { out in

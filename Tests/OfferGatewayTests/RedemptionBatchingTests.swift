@@ -83,6 +83,36 @@ struct RedemptionBatcherTests {
         #expect(b.phase == .idle)
     }
 
+    @Test func severalBatchesInFlightWhenAllowed() {
+        var b = Batcher(maxBatchSize: 10, maxInFlight: 2)
+        #expect(Self.batch(b.submit(1)) == [1])
+        #expect(Self.batch(b.submit(2)) == [2])
+        #expect(b.inFlight == 2)
+        for i in 3...6 {
+            guard case .none = b.submit(i) else {
+                Issue.record("both slots busy: request \(i) must wait")
+                return
+            }
+        }
+        #expect(Self.batch(b.batchFinished()) == [3, 4, 5, 6])
+        #expect(b.inFlight == 2)
+        guard case .none = b.batchFinished() else {
+            Issue.record("nothing queued: no batch")
+            return
+        }
+        #expect(b.inFlight == 1)
+        #expect(Self.batch(b.submit(7)) == [7])
+        _ = b.batchFinished()
+        _ = b.batchFinished()
+        #expect(b.phase == .idle)
+        #expect(b.inFlight == 0)
+        guard case .none = b.batchFinished() else {
+            Issue.record("an idle batcher ignores a stray finish")
+            return
+        }
+        #expect(b.inFlight == 0)
+    }
+
     @Test func drainReturnsQueued() {
         var b = Batcher(maxBatchSize: 10)
         _ = b.submit(1)

@@ -18,8 +18,9 @@ public struct GatewayOptions: Sendable {
     public var version: String = OfferGateVersion.current
     /// The clock for decisions without an explicit `at` and for signature timestamps.
     public var clock: @Sendable () -> Date = { Date() }
-    /// Where nonces come from (a fresh v4 UUID by default).
-    public var nonce: @Sendable () -> UUID = { UUID() }
+    /// Where nonces come from (by default a fresh v4 UUID from OpenSSL's CSPRNG, buffered per thread: Foundation's
+    /// `UUID()` opens `/dev/urandom` on every call on Linux).
+    public var nonce: @Sendable () -> UUID = { UUID.secureRandom() }
 
     public init(adminKey: String? = nil) {
         self.adminKey = adminKey

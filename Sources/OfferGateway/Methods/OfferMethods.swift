@@ -164,7 +164,7 @@ enum OfferMethods {
                 format = .jws
                 result = [
                     "format": "jws", "compactJWS": .string(jws), "offerId": .string(offer.id),
-                    "productId": .string(product.id), "keyId": .string(signer.keyId), "nonce": .string(nonce.uuidString.lowercased()),
+                    "productId": .string(product.id), "keyId": .string(signer.keyId), "nonce": .string(nonce.lowercasedString),
                 ]
             }
             try await gateway.ledger.record(

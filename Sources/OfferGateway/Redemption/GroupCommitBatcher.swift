@@ -1,9 +1,10 @@
-/// The group-commit state machine of one campaign (pure: events in, actions out; no IO, no clock).
+/// The group-commit state machine of one writer (pure: events in, actions out; no IO, no clock).
 ///
-/// At most one batch is committing at a time. A request that arrives while the owner is idle starts a batch at
-/// once (or, with a linger window, when the window's timer fires); requests that arrive while a batch commits
-/// wait and form the next batch, up to `maxBatchSize`. So under light load a redemption costs one transaction of
-/// its own, and under heavy load the hot row is locked and fsynced once per batch instead of once per request.
+/// At most `maxInFlight` batches commit at a time (one for a campaign, whose batches serialise on its row anyway).
+/// A request that arrives while fewer are committing starts a batch at once (or, with a linger window, when the
+/// window's timer fires); requests that arrive while every slot is committing wait and form the next batch, up to
+/// `maxBatchSize`. So under light load a request costs one transaction of its own, and under heavy load the hot
+/// row is locked and fsynced once per batch instead of once per request.
 struct GroupCommitBatcher<Item: Sendable>: Sendable {
     /// What the owner must do next.
     enum Action: Sendable {
@@ -20,56 +21,57 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
         case idle
         /// Waiting for the linger timer before the first batch.
         case lingering
-        /// A batch is committing.
+        /// At least one batch is committing.
         case committing
     }
 
     let maxBatchSize: Int
+    /// How many batches may commit at once.
+    let maxInFlight: Int
     /// Whether idle requests wait for a timer (a linger window) before committing.
     let lingers: Bool
-    private(set) var phase: Phase = .idle
+    private var isLingering = false
+    /// Batches committing now.
+    private(set) var inFlight = 0
     private(set) var queue: [Item] = []
 
-    init(maxBatchSize: Int, lingers: Bool = false) {
+    var phase: Phase { inFlight > 0 ? .committing : isLingering ? .lingering : .idle }
+
+    init(maxBatchSize: Int, maxInFlight: Int = 1, lingers: Bool = false) {
         self.maxBatchSize = max(1, maxBatchSize)
+        self.maxInFlight = max(1, maxInFlight)
         self.lingers = lingers
     }
 
     /// A request arrived.
     mutating func submit(_ item: Item) -> Action {
         queue.append(item)
-        switch phase {
-        case .idle:
-            if lingers {
-                phase = .lingering
-                return .startTimer
-            }
-            return takeBatch()
-        case .lingering, .committing:
-            return .none
+        if isLingering || inFlight >= maxInFlight { return .none }
+        if lingers && inFlight == 0 {
+            isLingering = true
+            return .startTimer
         }
+        return takeBatch()
     }
 
     /// The linger window ended.
     mutating func timerFired() -> Action {
-        guard phase == .lingering else { return .none }
+        guard isLingering else { return .none }
+        isLingering = false
         return takeBatch()
     }
 
-    /// The committing batch finished (committed or failed; its items were answered by the owner).
+    /// A committing batch finished (committed or failed; its items were answered by the owner).
     mutating func batchFinished() -> Action {
-        guard phase == .committing else { return .none }
-        if queue.isEmpty {
-            phase = .idle
-            return .none
-        }
-        return takeBatch()
+        guard inFlight > 0 else { return .none }
+        inFlight -= 1
+        return queue.isEmpty ? .none : takeBatch()
     }
 
     /// Removes and returns every queued item (shutdown).
     mutating func drain() -> [Item] {
         defer { queue.removeAll() }
-        if phase == .lingering { phase = .idle }
+        isLingering = false
         return queue
     }
 
@@ -77,7 +79,7 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
         let n = min(maxBatchSize, queue.count)
         let batch = Array(queue.prefix(n))
         queue.removeFirst(n)
-        phase = .committing
+        inFlight += 1
         return .commit(batch)
     }
 }

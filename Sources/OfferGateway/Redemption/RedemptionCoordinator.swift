@@ -86,7 +86,7 @@ final class RedemptionCoordinator: Sendable {
         let campaign = lookup.record.campaign
         let attempt = RedemptionAttempt(
             customerId: customerId, code: lookup.code, oneTime: lookup.oneTime, idempotencyKey: idempotencyKey,
-            requestHash: Self.requestHash(code: lookup.code, customerId: customerId), redemptionId: UUID())
+            requestHash: Self.requestHash(code: lookup.code, customerId: customerId), redemptionId: UUID.secureRandom())
         let response: JSONValue = [
             "redemptionId": .string(attempt.redemptionId.uuidString.lowercased()), "campaignId": .string(campaign.id),
             "offerId": .string(campaign.offerId), "productId": .string(productId),

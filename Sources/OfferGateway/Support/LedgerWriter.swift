@@ -2,9 +2,11 @@ import Foundation
 import OfferStore
 import Synchronization
 
-/// Writes the issued-signature ledger with group commit: signatures that arrive while a batch is committing form
+/// Writes the issued-signature ledger with group commit: signatures that arrive while every slot is committing form
 /// the next batch (one INSERT, one commit). Each `offers.sign` caller is answered only after its row committed, so
 /// no signature leaves the gateway unrecorded; under load the ledger costs one fsync per batch, not per signature.
+/// Ledger rows never conflict, so a few batches commit at once: with one, a lone early signature took the slot
+/// and the rest of a burst waited a whole commit behind it.
 final class LedgerWriter: Sendable {
     private struct Pending: Sendable {
         let tenant: UUID
@@ -15,9 +17,9 @@ final class LedgerWriter: Sendable {
     private let ledger: SignatureLedger
     private let batcher: Mutex<GroupCommitBatcher<Pending>>
 
-    init(ledger: SignatureLedger, maxBatchSize: Int = 1_024) {
+    init(ledger: SignatureLedger, maxBatchSize: Int = 1_024, maxInFlight: Int = 4) {
         self.ledger = ledger
-        self.batcher = Mutex(GroupCommitBatcher(maxBatchSize: maxBatchSize))
+        self.batcher = Mutex(GroupCommitBatcher(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight))
     }
 
     /// Returns once the row is committed (or throws what the database said).
