@@ -1,4 +1,5 @@
-# Shared helpers of the ops/bench scripts (sourced, not run). Each script: bench_init NAME "$@"; bench_build;
+# Shared helpers of the ops/bench scripts (sourced, not run). BENCH_NO_RECORD=1: print the section but do not
+# append it to RESULTS.md (for experiments). Each script: bench_init NAME "$@"; bench_build;
 # bench_db; start_gateway ...; runs; bench_append. Cleanup (gateways, the benchmark database, the work dir) is
 # trapped on exit; the PostgreSQL cluster is stopped only if this script started it.
 set -euo pipefail
@@ -91,5 +92,9 @@ bench_append() {
         cat "$body"
     } >"$section"
     cat "$section"
-    cat "$section" >>"$root/ops/bench/RESULTS.md"
+    if [ -n "${BENCH_NO_RECORD:-}" ]; then
+        echo "(BENCH_NO_RECORD is set: not appended to ops/bench/RESULTS.md)" >&2
+    else
+        cat "$section" >>"$root/ops/bench/RESULTS.md"
+    fi
 }
