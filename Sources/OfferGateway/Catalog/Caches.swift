@@ -91,6 +91,13 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     var count: Int { state.withLock { $0.values.count } }
+
+    /// The value cached for `key`, if any (never loads).
+    func cached(_ key: Key) -> Value? { state.withLock { $0.values[key] } }
+
+    /// Caches a value computed elsewhere. Unlike a load, it is kept even if its key was invalidated meanwhile:
+    /// only for values that carry their own validity (see `DecisionMemo`).
+    func put(_ value: Value, for key: Key) { state.withLock { s in store(&s, key, value) } }
 }
 
 /// Per-tenant caches have one entry per tenant and no capacity.
@@ -102,21 +109,40 @@ struct CustomerKey: Hashable, Sendable {
     let customerId: String
 }
 
+/// One customer's recorded transactions as loaded at one time. A reference: whoever holds one can tell a reload
+/// (a new snapshot) from the same data (`===`), which is how `DecisionMemo` knows a decision's inputs are current.
+final class TransactionsSnapshot: Sendable {
+    let transactions: [Transaction]
+
+    init(_ transactions: [Transaction]) {
+        self.transactions = transactions
+    }
+}
+
 /// Customers' recorded transactions, served from memory (bounded; oldest dropped first), dropped on every change
 /// to a customer's transactions, here or in another process (NOTIFY `offergate_customer`).
 final class CustomerCache: Sendable {
     private let repository: SubscriptionRepository
-    private let cache: KeyedCache<CustomerKey, [Transaction]>
+    private let cache: KeyedCache<CustomerKey, TransactionsSnapshot>
 
     init(repository: SubscriptionRepository, capacity: Int) {
         self.repository = repository
         self.cache = KeyedCache(capacity: max(capacity, 1))
     }
 
-    func transactions(_ tenant: UUID, _ customerId: String) async throws -> [Transaction] {
+    func snapshot(_ tenant: UUID, _ customerId: String) async throws -> TransactionsSnapshot {
         try await cache.value(for: CustomerKey(tenant: tenant, customerId: customerId)) {
-            try await repository.transactions(tenant: tenant, customerId: customerId)
+            TransactionsSnapshot(try await repository.transactions(tenant: tenant, customerId: customerId))
         }
+    }
+
+    /// The snapshot in memory, if any (no database access).
+    func cachedSnapshot(_ tenant: UUID, _ customerId: String) -> TransactionsSnapshot? {
+        cache.cached(CustomerKey(tenant: tenant, customerId: customerId))
+    }
+
+    func transactions(_ tenant: UUID, _ customerId: String) async throws -> [Transaction] {
+        try await snapshot(tenant, customerId).transactions
     }
 
     func invalidate(_ tenant: UUID, _ customerId: String) {
@@ -127,18 +153,32 @@ final class CustomerCache: Sendable {
     var count: Int { cache.count }
 }
 
+/// A tenant's catalog as loaded at one time (a reference, like ``TransactionsSnapshot``).
+final class CatalogSnapshot: Sendable {
+    let catalog: Catalog
+
+    init(_ catalog: Catalog) {
+        self.catalog = catalog
+    }
+}
+
 /// Each tenant's catalog, served from memory.
 final class CatalogCache: Sendable {
     private let repository: CatalogRepository
-    private let cache = TenantCache<Catalog>()
+    private let cache = TenantCache<CatalogSnapshot>()
 
     init(repository: CatalogRepository) {
         self.repository = repository
     }
 
-    func catalog(_ tenant: UUID) async throws -> Catalog {
-        try await cache.value(for: tenant) { try await repository.load(tenant: tenant) }
+    func snapshot(_ tenant: UUID) async throws -> CatalogSnapshot {
+        try await cache.value(for: tenant) { CatalogSnapshot(try await repository.load(tenant: tenant)) }
     }
+
+    /// The snapshot in memory, if any (no database access).
+    func cachedSnapshot(_ tenant: UUID) -> CatalogSnapshot? { cache.cached(tenant) }
+
+    func catalog(_ tenant: UUID) async throws -> Catalog { try await snapshot(tenant).catalog }
 
     func invalidate(_ tenant: UUID) { cache.invalidate(tenant) }
     func invalidateAll() { cache.invalidateAll() }

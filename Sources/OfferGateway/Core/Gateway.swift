@@ -13,6 +13,8 @@ public struct GatewayOptions: Sendable {
     public var rateBurst: Double = 0
     /// How many customers' transaction histories each process keeps in memory.
     public var customerCacheSize: Int = 100_000
+    /// How many `offers.best` answers each process remembers (see `DecisionMemo`); 0 turns the memo off.
+    public var decisionMemoSize: Int = 20_000
     /// Log every request at info level (otherwise at debug).
     public var logRequests: Bool = true
     public var version: String = OfferGateVersion.current
@@ -50,6 +52,8 @@ public final class Gateway: RPCHandler {
     /// Group commit of the issued-signature ledger.
     let ledger: LedgerWriter
     let displayTexts = DisplayTextCache()
+    /// Remembered `offers.best` answers, exact until their inputs change or their horizon passes.
+    let decisions: DecisionMemo
     /// Group commit of code redemptions (one owner per campaign).
     let redemptions: RedemptionCoordinator
     public let stats = GatewayStats()
@@ -67,6 +71,7 @@ public final class Gateway: RPCHandler {
         self.signers = SignerCache(repository: database.signingKeys, sealer: sealer)
         self.customers = CustomerCache(repository: database.subscriptions, capacity: options.customerCacheSize)
         self.ledger = LedgerWriter(ledger: database.signatures)
+        self.decisions = DecisionMemo(capacity: options.decisionMemoSize)
         self.redemptions = RedemptionCoordinator(repository: database.campaigns, clock: options.clock)
         var table: [String: MethodSpec] = [:]
         for spec in Self.allMethods {

@@ -87,10 +87,27 @@ enum CustomerMethods {
     static func loadHistory(_ ctx: MethodContext, tenant: TenantRecord, customerId: String, at: Date) async throws
         -> (Catalog, CustomerHistory)
     {
-        async let catalog = ctx.gateway.catalogs.catalog(tenant.id)
-        async let transactions = ctx.gateway.customers.transactions(tenant.id, customerId)
-        let (loadedCatalog, loadedTransactions) = try await (catalog, transactions)
-        return (loadedCatalog, CustomerHistory.derive(transactions: loadedTransactions, catalog: loadedCatalog, at: at))
+        let (catalog, transactions) = try await loadInputs(ctx, tenant: tenant, customerId: customerId)
+        return (
+            catalog.catalog,
+            CustomerHistory.derive(transactions: transactions.transactions, catalog: catalog.catalog, at: at)
+        )
+    }
+
+    /// The tenant's catalog and the customer's transactions, from memory when both are there (the usual case: no
+    /// child tasks), else loaded side by side.
+    static func loadInputs(_ ctx: MethodContext, tenant: TenantRecord, customerId: String) async throws
+        -> (CatalogSnapshot, TransactionsSnapshot)
+    {
+        let gateway = ctx.gateway
+        if let catalog = gateway.catalogs.cachedSnapshot(tenant.id),
+            let transactions = gateway.customers.cachedSnapshot(tenant.id, customerId)
+        {
+            return (catalog, transactions)
+        }
+        async let catalog = gateway.catalogs.snapshot(tenant.id)
+        async let transactions = gateway.customers.snapshot(tenant.id, customerId)
+        return try await (catalog, transactions)
     }
 
     static func date(_ value: Date?) -> JSONValue {

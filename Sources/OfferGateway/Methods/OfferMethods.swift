@@ -59,9 +59,11 @@ enum OfferMethods {
             let tenant = try await ctx.tenant()
             let customerId = try Validate.customerId(params.customerId)
             let locale = try Validate.locale(params.locale)
-            let at = params.at ?? ctx.gateway.now()
-            let (catalog, history) = try await CustomerMethods.loadHistory(
-                ctx, tenant: tenant, customerId: customerId, at: at)
+            let gateway = ctx.gateway
+            let at = params.at ?? gateway.now()
+            let (catalogSnapshot, transactions) = try await CustomerMethods.loadInputs(
+                ctx, tenant: tenant, customerId: customerId)
+            let catalog = catalogSnapshot.catalog
             let scope: BestOffer.Scope
             switch (params.productId, params.groupId) {
             case (let productId?, nil):
@@ -76,6 +78,14 @@ enum OfferMethods {
                     param: "params.productId", message: "give exactly one of productId or groupId",
                     reason: "missing_param")
             }
+            let memoKey = DecisionMemo.Key(
+                tenant: tenant.id, customerId: customerId, scope: scope, locale: locale.identifier)
+            if let known = gateway.decisions.answer(
+                memoKey, catalog: catalogSnapshot, transactions: transactions, at: at)
+            {
+                return known
+            }
+            let history = CustomerHistory.derive(transactions: transactions.transactions, catalog: catalog, at: at)
             let result = try domain { try BestOffer.choose(scope: scope, catalog: catalog, history: history, at: at) }
             var offer: JSONValue = .null
             if let winner = result.winner {
@@ -84,7 +94,7 @@ enum OfferMethods {
                     "productId": .string(winner.product.id), "paymentMode": .string(winner.offer.paymentMode.rawValue),
                     "period": .string(winner.offer.period.iso8601), "periodCount": .int(winner.offer.periodCount),
                     "displayText": .string(
-                        ctx.gateway.displayTexts.text(offer: winner.offer, product: winner.product, locale: locale)),
+                        gateway.displayTexts.text(offer: winner.offer, product: winner.product, locale: locale)),
                 ]
                 if let price = winner.offer.price {
                     object["price"] = .string(price.decimalString)
@@ -92,7 +102,7 @@ enum OfferMethods {
                 }
                 offer = .object(object)
             }
-            return [
+            let response: JSONValue = [
                 "offer": offer,
                 "considered": .array(
                     result.considered.map { candidate in
@@ -104,6 +114,9 @@ enum OfferMethods {
                         ]
                     }),
             ]
+            gateway.decisions.remember(
+                memoKey, response, catalog: catalogSnapshot, transactions: transactions, madeAt: at)
+            return response
         },
         MethodSpec(name: "offers.sign", access: .tenant) { ctx in
             let params = try ctx.params(SignParams.self)

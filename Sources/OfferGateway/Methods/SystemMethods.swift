@@ -22,6 +22,7 @@ enum SystemMethods {
                 "maxConnections": .int(pool.maxConnections),
             ]
             stats["cachedCatalogs"] = .int(ctx.gateway.catalogs.count)
+            stats["rememberedDecisions"] = .int(ctx.gateway.decisions.count)
             return .object(stats)
         },
     ]

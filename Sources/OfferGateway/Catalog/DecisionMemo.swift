@@ -1,0 +1,58 @@
+import Foundation
+import JSONRPC
+import OfferDomain
+
+/// `offers.best` answers, remembered until their inputs change or time alone could change them.
+///
+/// A decision is a pure function of the catalog, the customer's transactions and the decision time, and it stays
+/// the same from the instant it was made until the next instant any rule looks at (``DecisionHorizon``). So an
+/// answer made at `madeAt` is exact for every request with `madeAt <= at < until` over the same inputs. "The same
+/// inputs" is identity: an answer keeps the catalog and transaction snapshots it was computed from, and is used
+/// only while the caches still hold those very snapshots. Any change to the catalog or to the customer's
+/// transactions (here, or NOTIFYed by another process) replaces the snapshot, so remembered answers over the old
+/// one are never served again. Bounded: the oldest answers are dropped first.
+final class DecisionMemo: Sendable {
+    struct Key: Hashable, Sendable {
+        let tenant: UUID
+        let customerId: String
+        let scope: BestOffer.Scope
+        let locale: String
+    }
+
+    struct Answer: Sendable {
+        let catalog: CatalogSnapshot
+        let transactions: TransactionsSnapshot
+        let madeAt: Date
+        /// nil: no later instant changes it.
+        let until: Date?
+        let response: JSONValue
+    }
+
+    private let answers: KeyedCache<Key, Answer>
+    private let enabled: Bool
+
+    /// - Parameter capacity: answers kept at most; 0 remembers nothing.
+    init(capacity: Int) {
+        self.answers = KeyedCache(capacity: max(capacity, 1))
+        self.enabled = capacity > 0
+    }
+
+    /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
+    func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> JSONValue? {
+        guard enabled, let answer = answers.cached(key), answer.catalog === catalog, answer.transactions === transactions,
+            answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
+        else { return nil }
+        return answer.response
+    }
+
+    /// Remembers an answer made at `madeAt` over these snapshots.
+    func remember(_ key: Key, _ response: JSONValue, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, madeAt: Date) {
+        guard enabled else { return }
+        let until = DecisionHorizon.next(after: madeAt, transactions: transactions.transactions, catalog: catalog.catalog)
+        answers.put(
+            Answer(catalog: catalog, transactions: transactions, madeAt: madeAt, until: until, response: response),
+            for: key)
+    }
+
+    var count: Int { answers.count }
+}
