@@ -51,6 +51,12 @@ public enum JSONSerializer {
                 append(member.value, to: &out, options: options)
             }
             out.append(UInt8(ascii: "}"))
+        case .encoded(let encoded):
+            if options.sortedKeys {
+                append(encoded.value, to: &out, options: options)
+            } else {
+                out.append(contentsOf: encoded.bytes)
+            }
         }
     }
 

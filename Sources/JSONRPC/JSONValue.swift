@@ -91,15 +91,26 @@ public enum JSONValue: Sendable, Hashable {
     case string(String)
     case array([JSONValue])
     case object(JSONObject)
+    /// A value serialized once, sent as is (see ``EncodedJSON``). Equal only to the same encoded bytes: compare
+    /// ``expanded`` values to compare meaning. Subscripts, `objectValue` and `arrayValue` see through it.
+    case encoded(EncodedJSON)
 
     /// The member `key` when this is an object, else `nil`.
     public subscript(key: String) -> JSONValue? {
+        if case .encoded(let encoded) = self { return encoded.value[key] }
         guard case .object(let object) = self else { return nil }
         return object[key]
     }
 
+    /// The value itself, with an ``encoded(_:)`` value parsed back into plain values.
+    public var expanded: JSONValue {
+        if case .encoded(let encoded) = self { return encoded.value }
+        return self
+    }
+
     /// The element at `index` when this is an array and the index is valid, else `nil`.
     public subscript(index: Int) -> JSONValue? {
+        if case .encoded(let encoded) = self { return encoded.value[index] }
         guard case .array(let array) = self, array.indices.contains(index) else { return nil }
         return array[index]
     }
@@ -130,12 +141,14 @@ public enum JSONValue: Sendable, Hashable {
 
     /// The object payload, if this is an object.
     public var objectValue: JSONObject? {
+        if case .encoded(let encoded) = self { return encoded.value.objectValue }
         if case .object(let o) = self { return o }
         return nil
     }
 
     /// The array payload, if this is an array.
     public var arrayValue: [JSONValue]? {
+        if case .encoded(let encoded) = self { return encoded.value.arrayValue }
         if case .array(let a) = self { return a }
         return nil
     }
@@ -170,6 +183,23 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
 extension JSONValue: CustomStringConvertible {
     /// Compact JSON text of the value.
     public var description: String { String(decoding: JSONSerializer.serialize(self), as: UTF8.self) }
+}
+
+/// A JSON value serialized once (compact UTF-8), for answers computed once and sent many times: the serializer
+/// copies the bytes instead of walking the value again, and they take a fraction of the value's memory. Made only
+/// from a ``JSONValue``, so the bytes are always valid JSON.
+public struct EncodedJSON: Sendable, Hashable {
+    /// The compact JSON text.
+    public let bytes: [UInt8]
+
+    public init(_ value: JSONValue) {
+        bytes = JSONSerializer.serialize(value.expanded)
+    }
+
+    /// The value parsed back (the bytes came from the serializer, so parsing cannot fail).
+    public var value: JSONValue {
+        (try? JSONParsing.parse(bytes, maxDepth: JSONParsing.maxDepthCap)) ?? .null
+    }
 }
 
 /// A JSON object that keeps its members in order (as parsed or as inserted).

@@ -15,7 +15,7 @@ public struct JSONValueDecoder: Sendable {
 
     /// Decodes a `T` from `value`.
     public func decode<T: Decodable>(_ type: T.Type, from value: JSONValue) throws -> T {
-        let decoder = _JSONValueDecoder(value: value, codingPath: [], userInfo: userInfo)
+        let decoder = _JSONValueDecoder(value: value.expanded, codingPath: [], userInfo: userInfo)
         return try decoder.unwrap(T.self)
     }
 }
@@ -173,6 +173,7 @@ func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingKey]) -> 
     case .string: found = "a string"
     case .array: found = "an array"
     case .object: found = "an object"
+    case .encoded: found = "an encoded value"
     }
     return .typeMismatch(type, .init(codingPath: path, debugDescription: "Expected \(type) but found \(found)"))
 }

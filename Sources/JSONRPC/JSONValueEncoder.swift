@@ -304,6 +304,8 @@ extension JSONValue: Codable {
         case .object(let o):
             var c = encoder.container(keyedBy: JSONCodingKey.self)
             for member in o.members { try c.encode(member.value, forKey: JSONCodingKey(stringValue: member.key)) }
+        case .encoded(let encoded):
+            try encoded.value.encode(to: encoder)
         }
     }
 }

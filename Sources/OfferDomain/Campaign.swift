@@ -244,7 +244,9 @@ public enum CustomerID {
             throw OfferDomainError(
                 .invalidCustomerId, field: "customerId", "customerId must be 1-\(maxLength) bytes")
         }
-        guard !raw.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        // Control characters (general category Cc) are exactly U+0000-U+001F and U+007F-U+009F; comparing values
+        // avoids a Unicode property lookup per character on every request.
+        guard !raw.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
             throw OfferDomainError(.invalidCustomerId, field: "customerId", "customerId has control characters")
         }
         return isUUIDShaped(raw) ? raw.lowercased() : raw
@@ -252,9 +254,8 @@ public enum CustomerID {
 
     /// 8-4-4-4-12 hexadecimal digits, any case.
     public static func isUUIDShaped(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 36 else { return false }
-        for (index, byte) in bytes.enumerated() {
+        guard text.utf8.count == 36 else { return false }
+        for (index, byte) in text.utf8.enumerated() {
             if index == 8 || index == 13 || index == 18 || index == 23 {
                 if byte != UInt8(ascii: "-") { return false }
             } else {

@@ -21,6 +21,7 @@ enum Output {
         case .bool(let flag)?: return flag ? "yes" : "no"
         case .array(let elements)?: return elements.map { text($0) }.joined(separator: ",")
         case .object?: return value?.description ?? "-"
+        case .encoded(let encoded)?: return text(encoded.value)
         }
     }
 

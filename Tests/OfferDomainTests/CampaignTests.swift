@@ -201,7 +201,19 @@ struct CampaignTests {
         #expect(try CustomerID.normalize(raw) == expected)
     }
 
-    @Test("invalid customer ids", arguments: ["", String(repeating: "x", count: 257), "a\u{0}b", "line\nbreak"])
+    @Test("control characters are exactly Unicode's Cc category")
+    func controlCharactersAreCc() {
+        for value in UInt32(0)..<0x1_0000 {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let id = "a" + String(Character(scalar)) + "b"
+            let rejected = (try? CustomerID.normalize(id)) == nil
+            #expect(rejected == (scalar.properties.generalCategory == .control), "U+\(String(value, radix: 16))")
+        }
+    }
+
+    @Test(
+        "invalid customer ids",
+        arguments: ["", String(repeating: "x", count: 257), "a\u{0}b", "line\nbreak", "del\u{7F}", "nel\u{85}"])
     func invalidCustomerIds(raw: String) {
         do {
             _ = try CustomerID.normalize(raw)

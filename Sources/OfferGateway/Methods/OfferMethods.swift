@@ -102,7 +102,7 @@ enum OfferMethods {
                 }
                 offer = .object(object)
             }
-            let response: JSONValue = [
+            let answer: JSONValue = [
                 "offer": offer,
                 "considered": .array(
                     result.considered.map { candidate in
@@ -114,6 +114,8 @@ enum OfferMethods {
                         ]
                     }),
             ]
+            // Serialized once: remembered in a fraction of the memory, and sent as is every time it is asked again.
+            let response = JSONValue.encoded(EncodedJSON(answer))
             gateway.decisions.remember(
                 memoKey, response, catalog: catalogSnapshot, transactions: transactions, madeAt: at)
             return response
