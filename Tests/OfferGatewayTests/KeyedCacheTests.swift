@@ -10,6 +10,15 @@ import Testing
         func next() -> Int { loads.withLock { $0 += 1; return $0 } }
     }
 
+    /// Holds loads until opened (any number of waiters).
+    final class Gate: Sendable {
+        private let isOpen = Mutex(false)
+        func open() { isOpen.withLock { $0 = true } }
+        func wait() async throws {
+            while !isOpen.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(2)) }
+        }
+    }
+
     @Test func aHitDoesNotLoadAndAnInvalidationLoadsAfresh() async throws {
         let cache = KeyedCache<String, Int>()
         let counter = Counter()
@@ -48,6 +57,46 @@ import Testing
         #expect(cache.count == 0)
         #expect(try await cache.value(for: "x") { 5 } == 5)
         #expect(cache.count == 1)
+    }
+
+    @Test func concurrentMissesShareOneLoad() async throws {
+        let cache = KeyedCache<String, Int>()
+        let counter = Counter()
+        let gate = Gate()
+        // 50 callers miss "k" while its load is held open: one load, and all 50 get its value.
+        let values = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    try await cache.value(for: "k") {
+                        try await gate.wait()
+                        return counter.next()
+                    }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            gate.open()
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(values == Array(repeating: 1, count: 50))
+        #expect(counter.loads.withLock { $0 } == 1)
+        #expect(cache.count == 1)
+    }
+
+    @Test func aCallerAfterAnInvalidationDoesNotJoinTheStaleLoad() async throws {
+        let cache = KeyedCache<String, Int>()
+        let gate = Gate()
+        let stale = Task {
+            try await cache.value(for: "k") {
+                try await gate.wait()
+                return 1
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        cache.invalidate("k")  // the data changed while the first load was in flight
+        #expect(try await cache.value(for: "k") { 2 } == 2)
+        gate.open()
+        #expect(try await stale.value == 1)
+        #expect(try await cache.value(for: "k") { 3 } == 2)  // the fresh value is kept, the stale one is not
     }
 
     @Test func aCapacityDropsTheOldestEntriesFirst() async throws {

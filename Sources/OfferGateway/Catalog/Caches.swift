@@ -5,23 +5,31 @@ import OfferStore
 import Synchronization
 
 /// A cache with invalidation that cannot lose a race: a value loaded while an invalidation of its key (or of
-/// everything) happened is returned to its caller but not kept, so the next caller loads afresh. With a capacity,
-/// the oldest entries are dropped first once it is reached.
+/// everything) happened is returned to the callers that waited for it but not kept, so the next caller loads afresh.
+/// Loads are shared: callers that miss the same key while its load is in flight wait for that one load instead of
+/// starting their own (no herd of identical queries after a restart or an invalidation). With a capacity, the
+/// oldest entries are dropped first once it is reached.
 final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private struct Loading {
-        var count: Int
-        var generation: UInt64
+    /// A load in flight, shared by every caller that missed its key since it started.
+    private struct Flight {
+        let id: UInt64
+        let task: Task<Value, any Error>
     }
 
     private struct State {
         var values: [Key: Value] = [:]
-        /// Loads in flight per key, and how often the key was invalidated meanwhile (only while loads run, so
-        /// invalidating keys nobody holds costs nothing).
-        var loading: [Key: Loading] = [:]
-        var epoch: UInt64 = 0
+        /// The current load of each key being loaded. An invalidation removes it: its result then goes to the
+        /// callers already waiting for it, but is not kept, and later callers start a new load.
+        var flights: [Key: Flight] = [:]
+        var nextFlight: UInt64 = 0
         /// Insertion order, for eviction when a capacity is set (may hold keys already gone).
         var order: [Key] = []
         var orderStart = 0
+    }
+
+    private enum Lookup {
+        case cached(Value)
+        case wait(Task<Value, any Error>)
     }
 
     private let state = Mutex(State())
@@ -31,34 +39,39 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.capacity = capacity
     }
 
-    func value(for key: Key, load: () async throws -> Value) async throws -> Value {
-        let (cached, epoch, generation): (Value?, UInt64, UInt64) = state.withLock { s in
-            if let cached = s.values[key] { return (cached, 0, 0) }
-            var loading = s.loading[key] ?? Loading(count: 0, generation: 0)
-            loading.count += 1
-            s.loading[key] = loading
-            return (nil, s.epoch, loading.generation)
+    /// The cached value, or the result of `load` (shared with concurrent callers of the same key).
+    func value(for key: Key, load: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let lookup: Lookup = state.withLock { s in
+            if let cached = s.values[key] { return .cached(cached) }
+            if let flight = s.flights[key] { return .wait(flight.task) }
+            s.nextFlight += 1
+            let id = s.nextFlight
+            // The task records its result under the lock, so it cannot finish before its flight is registered.
+            let task = Task { try await self.fly(key, id, load) }
+            s.flights[key] = Flight(id: id, task: task)
+            return .wait(task)
         }
-        if let cached { return cached }
-        let loaded: Value
-        do {
-            loaded = try await load()
-        } catch {
-            state.withLock { s in Self.finishLoad(&s, key) }
-            throw error
+        switch lookup {
+        case .cached(let value): return value
+        case .wait(let task): return try await task.value
         }
-        state.withLock { s in
-            let fresh = s.epoch == epoch && s.loading[key]?.generation == generation
-            Self.finishLoad(&s, key)
-            if fresh { store(&s, key, loaded) }
-        }
-        return loaded
     }
 
-    private static func finishLoad(_ s: inout State, _ key: Key) {
-        guard var loading = s.loading[key] else { return }
-        loading.count -= 1
-        s.loading[key] = loading.count > 0 ? loading : nil
+    private func fly(_ key: Key, _ id: UInt64, _ load: @Sendable () async throws -> Value) async throws -> Value {
+        do {
+            let loaded = try await load()
+            state.withLock { s in
+                guard s.flights[key]?.id == id else { return }  // invalidated meanwhile: not kept
+                s.flights[key] = nil
+                store(&s, key, loaded)
+            }
+            return loaded
+        } catch {
+            state.withLock { s in
+                if s.flights[key]?.id == id { s.flights[key] = nil }
+            }
+            throw error
+        }
     }
 
     private func store(_ s: inout State, _ key: Key, _ value: Value) {
@@ -77,16 +90,16 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func invalidate(_ key: Key) {
         state.withLock { s in
             s.values[key] = nil
-            s.loading[key]?.generation += 1
+            s.flights[key] = nil
         }
     }
 
     func invalidateAll() {
         state.withLock { s in
             s.values.removeAll()
+            s.flights.removeAll()
             s.order.removeAll()
             s.orderStart = 0
-            s.epoch += 1
         }
     }
 
@@ -131,7 +144,8 @@ final class CustomerCache: Sendable {
     }
 
     func snapshot(_ tenant: UUID, _ customerId: String) async throws -> TransactionsSnapshot {
-        try await cache.value(for: CustomerKey(tenant: tenant, customerId: customerId)) {
+        let repository = repository
+        return try await cache.value(for: CustomerKey(tenant: tenant, customerId: customerId)) {
             TransactionsSnapshot(try await repository.transactions(tenant: tenant, customerId: customerId))
         }
     }
@@ -172,7 +186,8 @@ final class CatalogCache: Sendable {
     }
 
     func snapshot(_ tenant: UUID) async throws -> CatalogSnapshot {
-        try await cache.value(for: tenant) { CatalogSnapshot(try await repository.load(tenant: tenant)) }
+        let repository = repository
+        return try await cache.value(for: tenant) { CatalogSnapshot(try await repository.load(tenant: tenant)) }
     }
 
     /// The snapshot in memory, if any (no database access).
@@ -204,7 +219,8 @@ final class SignerCache: Sendable {
     }
 
     func signer(_ tenant: UUID) async throws -> ActiveSigner? {
-        try await cache.value(for: tenant) {
+        let (repository, sealer) = (repository, sealer)
+        return try await cache.value(for: tenant) {
             guard let record = try await repository.active(tenant: tenant) else { return nil }
             do {
                 let sealed = try SealedKey(bytes: record.sealedPrivateKey)
