@@ -36,7 +36,9 @@ let package = Package(
         .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres"]),
 
         // MARK: Executables (wiring only)
-        .executableTarget(name: "offergate", dependencies: ["OfferGateway", "CLIKit"]),
+        .executableTarget(
+            name: "offergate",
+            dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC"]),
         .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
@@ -49,7 +51,8 @@ let package = Package(
         .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "OfferTestSupport"]),
-        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "Postgres", "OfferTestSupport"]),
+        .testTarget(
+            name: "OfferStoreTests", dependencies: ["OfferStore", "OfferDomain", "Postgres", "OfferTestSupport"]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),
         .testTarget(
             name: "OfferGatewayTests",
@@ -57,7 +60,8 @@ let package = Package(
                 "OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres", "OfferTestSupport",
             ]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
-        .testTarget(name: "OfferLoadKitTests", dependencies: ["OfferLoadKit", "OfferTestSupport"]),
+        .testTarget(
+            name: "OfferLoadKitTests", dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport"]),
         // Runs the built offerctl against a real gateway (black-box, like an operator would).
         .testTarget(name: "OfferCtlTests", dependencies: ["JSONRPC", "Postgres", "OfferTestSupport"]),
     ],

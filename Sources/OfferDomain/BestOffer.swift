@@ -98,6 +98,21 @@ public enum BestOffer {
     public static func choose(scope: Scope, catalog: Catalog, history: CustomerHistory, at: Date)
         throws(OfferDomainError) -> BestOfferResult
     {
+        try choose(scope: scope, catalog: catalog, ranked: nil, history: history, at: at)
+    }
+
+    /// The same decision as ``choose(scope:catalog:history:at:)`` on `ranked.catalog`, using the savings and the
+    /// order computed once in `ranked` (about three times faster per decision).
+    /// - Throws: `unknown_product` (field `productId`) or `unknown_group` (field `groupId`).
+    public static func choose(scope: Scope, ranked: RankedCatalog, history: CustomerHistory, at: Date)
+        throws(OfferDomainError) -> BestOfferResult
+    {
+        try choose(scope: scope, catalog: ranked.catalog, ranked: ranked, history: history, at: at)
+    }
+
+    private static func choose(
+        scope: Scope, catalog: Catalog, ranked: RankedCatalog?, history: CustomerHistory, at: Date
+    ) throws(OfferDomainError) -> BestOfferResult {
         let products: [Product]
         switch scope {
         case .product(let id):
@@ -112,17 +127,47 @@ public enum BestOffer {
             products = catalog.products(inGroup: id)
         }
         var candidates: [ConsideredOffer] = []
-        for product in products {
-            let group = history.group(product.groupId)
-            for offer in catalog.offers(forProduct: product.id) where offer.type != .code {
-                candidates.append(
-                    ConsideredOffer(
-                        offer: offer, product: product,
-                        verdict: Eligibility.evaluate(offer: offer, history: group, at: at),
-                        saving: Saving(offer: offer, product: product), rank: nil))
+        let ordered: [ConsideredOffer]
+        if let ranked {
+            // Each candidate's precomputed rank (eligible offers only); candidates without one (none in a valid
+            // catalog) are placed by the exact comparison, which the ranks agree with.
+            var ranks: [Int?] = []
+            for product in products {
+                let group = history.group(product.groupId)
+                // The precomputed savings are against the product the catalog finds under this id; a duplicate
+                // product id (unvalidated catalogs only) gets its savings computed here, as without a ranking.
+                let canonical = catalog.product(product.id) == product
+                for position in ranked.offerPositions(forProduct: product.id) {
+                    let offer = catalog.offers[position]
+                    if offer.type == .code { continue }
+                    let verdict = Eligibility.evaluate(offer: offer, history: group, at: at)
+                    let saving = canonical ? ranked.saving(at: position) : nil
+                    candidates.append(
+                        ConsideredOffer(
+                            offer: offer, product: product, verdict: verdict,
+                            saving: saving ?? Saving(offer: offer, product: product), rank: nil))
+                    ranks.append(canonical && verdict.eligible ? ranked.rank(at: position) : nil)
+                }
             }
+            // Decorate once, sort on integer keys: comparing savings as fractions on every comparison dominated a
+            // decision's cost.
+            ordered = candidates.indices.sorted { i, j in
+                if let lhs = ranks[i], let rhs = ranks[j], lhs != rhs { return lhs < rhs }
+                return isOrderedBefore(candidates[i], candidates[j])
+            }.map { candidates[$0] }
+        } else {
+            for product in products {
+                let group = history.group(product.groupId)
+                for offer in catalog.offers(forProduct: product.id) where offer.type != .code {
+                    candidates.append(
+                        ConsideredOffer(
+                            offer: offer, product: product,
+                            verdict: Eligibility.evaluate(offer: offer, history: group, at: at),
+                            saving: Saving(offer: offer, product: product), rank: nil))
+                }
+            }
+            ordered = candidates.sorted(by: isOrderedBefore)
         }
-        let ordered = candidates.sorted(by: isOrderedBefore)
         var considered: [ConsideredOffer] = []
         considered.reserveCapacity(ordered.count)
         var rank = 0

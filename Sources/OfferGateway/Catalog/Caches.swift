@@ -167,12 +167,14 @@ final class CustomerCache: Sendable {
     var count: Int { cache.count }
 }
 
-/// A tenant's catalog as loaded at one time (a reference, like ``TransactionsSnapshot``).
+/// A tenant's catalog as loaded at one time (a reference, like ``TransactionsSnapshot``), with its best-offer
+/// ranking computed once per load.
 final class CatalogSnapshot: Sendable {
-    let catalog: Catalog
+    let ranked: RankedCatalog
+    var catalog: Catalog { ranked.catalog }
 
     init(_ catalog: Catalog) {
-        self.catalog = catalog
+        self.ranked = RankedCatalog(catalog)
     }
 }
 

@@ -86,7 +86,9 @@ enum OfferMethods {
                 return known
             }
             let history = CustomerHistory.derive(transactions: transactions.transactions, catalog: catalog, at: at)
-            let result = try domain { try BestOffer.choose(scope: scope, catalog: catalog, history: history, at: at) }
+            let result = try domain {
+                try BestOffer.choose(scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at)
+            }
             var offer: JSONValue = .null
             if let winner = result.winner {
                 var object: JSONObject = [

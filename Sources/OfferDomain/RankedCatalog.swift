@@ -1,0 +1,79 @@
+import Foundation
+
+/// A catalog together with the parts of the best-offer order that do not depend on the customer, computed once:
+/// each offer's saving, its place in the order among eligible offers, and the offers of each product.
+/// ``BestOffer/choose(scope:ranked:history:at:)`` then sorts candidates on integer keys instead of comparing savings
+/// as fractions (Decimal cross-multiplication) on every comparison; same order, same results as
+/// ``BestOffer/choose(scope:catalog:history:at:)``.
+///
+/// Build it once per catalog and keep it beside the catalog (the gateway caches it per tenant).
+///
+/// Why this is a separate value and not more stored properties of ``Catalog``: adding stored properties changes
+/// `Catalog`'s size, and the native SwiftPM build does not recompile a target that uses `Catalog` only through a
+/// module it depends on transitively (OfferStoreTests → OfferStore → OfferDomain): its stale object code keeps the
+/// old, smaller layout and crashes with a bad pointer after `CatalogRepository.load` returns a catalog
+/// (docs/decisions/003-stale-layout-after-incremental-build.md). Keeping `Catalog`'s layout unchanged lets this
+/// land without anyone's existing build directory turning into a crash.
+public struct RankedCatalog: Sendable {
+    /// The catalog.
+    public let catalog: Catalog
+    /// Offer positions (indices into `catalog.offers`) per product id, in catalog order.
+    private let offersByProduct: [String: [Int]]
+    /// Per offer position: its saving against its product (the first product with that id), nil when the product
+    /// is unknown.
+    private let savings: [Saving?]
+    /// Per offer position: its rank in the best-offer order among eligible offers (type priority, then larger
+    /// saving, then offer id; smaller is better; offers that compare equal share a rank), nil when the product is
+    /// unknown.
+    private let ranks: [Int?]
+
+    /// Computes the ranking of `catalog`'s offers (O(n log n) in the number of offers).
+    public init(_ catalog: Catalog) {
+        self.catalog = catalog
+        let offers = catalog.offers
+        var byProduct: [String: [Int]] = [:]
+        for (position, offer) in offers.enumerated() { byProduct[offer.productId, default: []].append(position) }
+        self.offersByProduct = byProduct
+        var savings = [Saving?](repeating: nil, count: offers.count)
+        for (position, offer) in offers.enumerated() {
+            if let product = catalog.product(offer.productId) {
+                savings[position] = Saving(offer: offer, product: product)
+            }
+        }
+        self.savings = savings
+        let known: [(position: Int, saving: Saving)] = savings.enumerated().compactMap { position, saving in
+            saving.map { (position, $0) }
+        }
+        func before(_ lhs: (position: Int, saving: Saving), _ rhs: (position: Int, saving: Saving)) -> Bool {
+            RankedCatalog.isEligibleOrderedBefore(offers[lhs.position], lhs.saving, offers[rhs.position], rhs.saving)
+        }
+        let sorted = known.sorted(by: before)
+        var ranks = [Int?](repeating: nil, count: offers.count)
+        var rank = 0
+        for (i, entry) in sorted.enumerated() {
+            // Dense ranks: equal keys (only possible with duplicate offer ids) share a rank, so the final sort
+            // falls back to the exact comparison and keeps such candidates in their original order.
+            if i > 0 && before(sorted[i - 1], entry) { rank += 1 }
+            ranks[entry.position] = rank
+        }
+        self.ranks = ranks
+    }
+
+    /// The order ``BestOffer/isOrderedBefore(_:_:)`` applies to two eligible offers.
+    static func isEligibleOrderedBefore(_ lhs: Offer, _ lhsSaving: Saving, _ rhs: Offer, _ rhsSaving: Saving) -> Bool {
+        if lhs.type.bestOfferPriority != rhs.type.bestOfferPriority {
+            return lhs.type.bestOfferPriority > rhs.type.bestOfferPriority
+        }
+        if lhsSaving != rhsSaving { return lhsSaving > rhsSaving }
+        return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
+    }
+
+    /// Offer positions of a product, in catalog order.
+    func offerPositions(forProduct productId: String) -> [Int] { offersByProduct[productId] ?? [] }
+
+    /// The precomputed saving of the offer at `position`, valid for the product `catalog.product(productId)`.
+    func saving(at position: Int) -> Saving? { savings[position] }
+
+    /// The precomputed rank of the offer at `position` among eligible offers.
+    func rank(at position: Int) -> Int? { ranks[position] }
+}
