@@ -7,14 +7,14 @@ import Testing
 
 @Suite("stdio in-flight gate")
 struct InFlightGateTests {
-    /// One reader admits 20,000 requests that complete on other threads after random short delays: never more than
+    /// One reader admits 5,000 requests that complete on other threads after random short delays: never more than
     /// the limit in flight, and every request gets through (a lost wake-up would hang the reader).
     @Test func neverMoreThanTheLimitAndNoLostWakeUps() async throws {
         let gate = InFlightGate(limit: 8)
         let running = Atomic<Int>(0)
         let peak = Atomic<Int>(0)
         let done = Atomic<Int>(0)
-        let total = 20_000
+        let total = 5_000
         let finished = DispatchSemaphore(value: 0)
         let reader = Thread {
             for index in 0..<total {
@@ -29,8 +29,8 @@ struct InFlightGateTests {
                 }
                 DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(index % 7 == 0 ? 200 : 0)) {
                     running.subtract(1, ordering: .sequentiallyConsistent)
-                    if done.add(1, ordering: .relaxed).newValue == total { finished.signal() }
                     gate.leave()
+                    if done.add(1, ordering: .sequentiallyConsistent).newValue == total { finished.signal() }
                 }
             }
         }
