@@ -20,6 +20,8 @@ final class RedemptionStorm: Sendable {
     let seen = Mutex(Seen())
     let stopped = Atomic<Bool>(false)
     let nextCustomer = Atomic<Int>(0)
+    /// Connections that have authenticated and are redeeming.
+    let ready = Atomic<Int>(0)
     let prefix: String
 
     init(prefix: String) {
@@ -40,6 +42,7 @@ final class RedemptionStorm: Sendable {
                         self.seen.withLock { $0.transportFailures += 1 }
                         return
                     }
+                    self.ready.add(1, ordering: .relaxed)
                     while !self.stopped.load(ordering: .relaxed) {
                         let n = self.nextCustomer.wrappingAdd(1, ordering: .relaxed).oldValue
                         do {
@@ -223,7 +226,9 @@ struct RedemptionCrashTests {
                     socket: gateways.sockets[0], apiKey: apiKey, code: "BOUNCE", connections: 16)
                 async let done2: Void = storm.run(
                     socket: gateways.sockets[1], apiKey: apiKey, code: "BOUNCE", connections: 16)
-                #expect(await redemptionEventually { storm.successes >= 50 })
+                // Every connection authenticated before PostgreSQL goes away (authenticating needs it).
+                #expect(
+                    await redemptionEventually { storm.successes >= 50 && storm.ready.load(ordering: .relaxed) == 32 })
                 try await RedemptionCrashTests.server.pg("restart")
                 let beforeRecovery = storm.successes
                 // The gateways recover by themselves: successes resume until the limit is reached.
