@@ -55,7 +55,9 @@ struct DecisionHorizonTests {
             #expect(end > at)
             let base = try Self.decisions(transactions, catalog, at)
             var probes = [end.addingTimeInterval(-0.001)]
-            for _ in 0..<3 { probes.append(at.addingTimeInterval(Double.random(in: 0..<1, using: &rng) * end.timeIntervalSince(at))) }
+            for _ in 0..<3 {
+                probes.append(at.addingTimeInterval(Double.random(in: 0..<1, using: &rng) * end.timeIntervalSince(at)))
+            }
             for probe in probes where probe >= at {
                 if try Self.decisions(transactions, catalog, probe) != base {
                     Issue.record("decision changed before the horizon: at \(at), probe \(probe), horizon \(end)")
@@ -98,7 +100,8 @@ struct DecisionHorizonTests {
         var offers: [Offer] = [F.introMonthly, F.introYearly, F.codeMonthly]
         for index in 0..<Int.random(in: 1...4, using: &rng) {
             var promo = Offer(
-                id: "promo-\(index)", type: .promotional, productId: ["monthly", "yearly", "pro"].randomElement(using: &rng)!,
+                id: "promo-\(index)", type: .promotional,
+                productId: ["monthly", "yearly", "pro"].randomElement(using: &rng)!,
                 paymentMode: .payAsYouGo, period: period("P1M"), periodCount: Int.random(in: 1...3, using: &rng),
                 price: usd(["0.99", "1.99", "2.99"].randomElement(using: &rng)!),
                 audience: Bool.random(using: &rng) ? nil : [.lapsed, .atRisk])

@@ -39,7 +39,9 @@ struct DecisionMemoTests {
 
                 /// Asks both gateways (twice each: the second answer of the remembering one is a remembered one)
                 /// and returns the answer after checking they agree.
-                func best(_ params: JSONObject = ["customerId": "c1", "productId": "monthly"]) async throws -> JSONValue {
+                func best(_ params: JSONObject = ["customerId": "c1", "productId": "monthly"]) async throws
+                    -> JSONValue
+                {
                     let first = try await app.call(method: "offers.best", params: .object(params))
                     let again = try await app.call(method: "offers.best", params: .object(params))
                     let expected = try await reference.call(method: "offers.best", params: .object(params))

@@ -39,16 +39,20 @@ final class DecisionMemo: Sendable {
 
     /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
     func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> JSONValue? {
-        guard enabled, let answer = answers.cached(key), answer.catalog === catalog, answer.transactions === transactions,
+        guard enabled, let answer = answers.cached(key), answer.catalog === catalog,
+            answer.transactions === transactions,
             answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
         else { return nil }
         return answer.response
     }
 
     /// Remembers an answer made at `madeAt` over these snapshots.
-    func remember(_ key: Key, _ response: JSONValue, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, madeAt: Date) {
+    func remember(
+        _ key: Key, _ response: JSONValue, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, madeAt: Date
+    ) {
         guard enabled else { return }
-        let until = DecisionHorizon.next(after: madeAt, transactions: transactions.transactions, catalog: catalog.catalog)
+        let until = DecisionHorizon.next(
+            after: madeAt, transactions: transactions.transactions, catalog: catalog.catalog)
         answers.put(
             Answer(catalog: catalog, transactions: transactions, madeAt: madeAt, until: until, response: response),
             for: key)
