@@ -552,37 +552,27 @@ struct ConformanceTests {
 
     @Test("a catalog change in one gateway process is seen by another within one second")
     func crossProcessInvalidation() async throws {
-        try await TestDatabase.with { configuration in
-            let one = try await TestGateway.start(configuration: configuration)
-            let two = try await TestGateway.start(configuration: configuration)
-            do {
-                let admin = try await one.admin()
-                defer { admin.close() }
-                let key = try await one.createTenant("acme", admin: admin)
-                try await one.upsertStandardCatalog(tenant: "acme", admin: admin)
-                let reader = try await two.tenant(key)
-                defer { reader.close() }
-                let before = try await reader.call(method: "catalog.get", params: [:])
-                #expect(before["products"]?.arrayValue?.count == 2)  // now cached in process two
-                _ = try await admin.call(
-                    method: "catalog.upsert",
-                    params: ["tenant": "acme", "products": [["id": "weekly", "groupId": "premium", "period": "P1W",
-                                                             "price": "1.99", "currency": "USD", "level": 3]]])
-                // The change is committed when the upsert answers: from then on, process two has one second.
-                let started = ContinuousClock.now
-                let seen = try await eventually(timeout: .seconds(3)) {
-                    try await reader.call(method: "catalog.get", params: [:])["products"]?.arrayValue?.count == 3
-                }
-                let elapsed = ContinuousClock.now - started
-                #expect(seen)
-                #expect(elapsed < .seconds(1), "seen after \(elapsed)")
-            } catch {
-                await one.stop()
-                await two.stop()
-                throw error
+        try await TestGateway.withPair { one, two in
+            let admin = try await one.admin()
+            defer { admin.close() }
+            let key = try await one.createTenant("acme", admin: admin)
+            try await one.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let reader = try await two.tenant(key)
+            defer { reader.close() }
+            let before = try await reader.call(method: "catalog.get", params: [:])
+            #expect(before["products"]?.arrayValue?.count == 2)  // now cached in process two
+            _ = try await admin.call(
+                method: "catalog.upsert",
+                params: ["tenant": "acme", "products": [["id": "weekly", "groupId": "premium", "period": "P1W",
+                                                         "price": "1.99", "currency": "USD", "level": 3]]])
+            // The change is committed when the upsert answers: from then on, process two has one second.
+            let started = ContinuousClock.now
+            let seen = try await eventually(timeout: .seconds(3)) {
+                try await reader.call(method: "catalog.get", params: [:])["products"]?.arrayValue?.count == 3
             }
-            await one.stop()
-            await two.stop()
+            let elapsed = ContinuousClock.now - started
+            #expect(seen)
+            #expect(elapsed < .seconds(1), "seen after \(elapsed)")
         }
     }
 }

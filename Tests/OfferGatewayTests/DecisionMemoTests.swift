@@ -19,130 +19,112 @@ struct DecisionMemoTests {
     @Test("answers follow the clock, the customer's history and the catalog")
     func answersFollowTimeHistoryAndCatalog() async throws {
         let clock = TestClock()
-        try await TestDatabase.with { configuration in
-            let remembering = try await TestGateway.start(configuration: configuration) { options, _ in
-                options.clock = { clock.read() }
-            }
-            let oracle = try await TestGateway.start(configuration: configuration) { options, _ in
-                options.clock = { clock.read() }
-                options.decisionMemoSize = 0
-            }
-            do {
-                let admin = try await remembering.admin()
-                defer { admin.close() }
-                let key = try await remembering.createTenant("acme", admin: admin)
-                try await remembering.upsertStandardCatalog(tenant: "acme", admin: admin)
-                let app = try await remembering.tenant(key)
-                defer { app.close() }
-                let reference = try await oracle.tenant(key)
-                defer { reference.close() }
+        try await TestGateway.withPair(configure: { index, options, _ in
+            options.clock = { clock.read() }
+            if index == 1 { options.decisionMemoSize = 0 }  // the oracle
+        }) { remembering, oracle in
+            let admin = try await remembering.admin()
+            defer { admin.close() }
+            let key = try await remembering.createTenant("acme", admin: admin)
+            try await remembering.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let app = try await remembering.tenant(key)
+            defer { app.close() }
+            let reference = try await oracle.tenant(key)
+            defer { reference.close() }
 
-                /// Asks both gateways (twice each: the second answer of the remembering one is a remembered one)
-                /// and returns the answer after checking they agree.
-                func best(_ params: JSONObject = ["customerId": "c1", "productId": "monthly"]) async throws
-                    -> JSONValue
-                {
-                    let first = try await app.call(method: "offers.best", params: .object(params))
-                    let again = try await app.call(method: "offers.best", params: .object(params))
-                    let expected = try await reference.call(method: "offers.best", params: .object(params))
-                    #expect(first == expected)
-                    #expect(again == expected)
-                    return expected
+            /// Asks the remembering gateway twice (the second answer is a remembered one), then requires the
+            /// oracle to give the same answer. Writes go through the remembering gateway, so the oracle hears of
+            /// them by NOTIFY, a moment later: it gets up to three seconds to converge (if the remembered answer
+            /// were stale, the oracle would converge to a different one and this fails).
+            func best(_ params: JSONObject = ["customerId": "c1", "productId": "monthly"]) async throws
+                -> JSONValue
+            {
+                let first = try await app.call(method: "offers.best", params: .object(params))
+                let again = try await app.call(method: "offers.best", params: .object(params))
+                #expect(again == first)
+                let agreed = try await eventually(timeout: .seconds(3)) {
+                    try await reference.call(method: "offers.best", params: .object(params)) == first
                 }
-                func winnerType(_ answer: JSONValue) -> String? { answer["offer"]?["type"]?.stringValue }
-
-                // 2026-11-19: monthly since Aug 1, auto-renew off, expiring Nov 25: at risk, so a promotional offer.
-                _ = try await app.call(
-                    method: "subscriptions.record",
-                    params: ["customerId": "c1", "productId": "monthly", "transactionId": "t1",
-                             "purchaseDate": "2026-08-01T12:00:00Z", "expiresDate": "2026-11-25T12:00:00Z",
-                             "autoRenew": false])
-                let atRisk = try await best()
-                #expect(winnerType(atRisk) == "promotional")
-                let stats = try await admin.call(method: "system.stats", params: [:])
-                #expect((stats["rememberedDecisions"]?.int64Value ?? 0) >= 1)
-
-                // A day after expiry: lapsed, the win-back offer's one month since the lapse not reached yet.
-                try clock.set("2026-11-26T12:00:00Z")
-                let lapsed = try await best()
-                #expect(lapsed != atRisk)
-                #expect(winnerType(lapsed) == "promotional")
-
-                // A month and a day after the lapse: the win-back offer.
-                try clock.set("2026-12-26T12:00:00Z")
-                #expect(winnerType(try await best()) == "winBack")
-
-                // An explicit earlier decision time is answered for that time, not from the later answer.
-                let before = try await best(["customerId": "c1", "productId": "monthly", "at": "2026-07-01T00:00:00Z"])
-                #expect(winnerType(before) == "introductory")
-
-                // The customer renews with auto-renew on: active, nothing to offer.
-                _ = try await app.call(
-                    method: "subscriptions.record",
-                    params: ["customerId": "c1", "productId": "monthly", "transactionId": "t2",
-                             "purchaseDate": "2026-12-26T11:00:00Z", "expiresDate": "2027-01-26T11:00:00Z",
-                             "autoRenew": true])
-                #expect(try await best()["offer"] == .null)
-
-                // The catalog gains a promotional offer for active subscribers.
-                _ = try await admin.call(
-                    method: "catalog.upsert",
-                    params: ["tenant": "acme", "offers": [
-                        ["id": "promo.loyal", "type": "promotional", "productId": "monthly",
-                         "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 2, "price": "3.99",
-                         "audience": ["active"]],
-                    ]])
-                #expect(try await best()["offer"]?["offerId"] == "promo.loyal")
-            } catch {
-                await remembering.stop()
-                await oracle.stop()
-                throw error
+                #expect(agreed, "the oracle never answered \(first)")
+                return first
             }
-            await remembering.stop()
-            await oracle.stop()
+            func winnerType(_ answer: JSONValue) -> String? { answer["offer"]?["type"]?.stringValue }
+
+            // 2026-11-19: monthly since Aug 1, auto-renew off, expiring Nov 25: at risk, so a promotional offer.
+            _ = try await app.call(
+                method: "subscriptions.record",
+                params: ["customerId": "c1", "productId": "monthly", "transactionId": "t1",
+                         "purchaseDate": "2026-08-01T12:00:00Z", "expiresDate": "2026-11-25T12:00:00Z",
+                         "autoRenew": false])
+            let atRisk = try await best()
+            #expect(winnerType(atRisk) == "promotional")
+            let stats = try await admin.call(method: "system.stats", params: [:])
+            #expect((stats["rememberedDecisions"]?.int64Value ?? 0) >= 1)
+
+            // A day after expiry: lapsed, the win-back offer's one month since the lapse not reached yet.
+            try clock.set("2026-11-26T12:00:00Z")
+            let lapsed = try await best()
+            #expect(lapsed != atRisk)
+            #expect(winnerType(lapsed) == "promotional")
+
+            // A month and a day after the lapse: the win-back offer.
+            try clock.set("2026-12-26T12:00:00Z")
+            #expect(winnerType(try await best()) == "winBack")
+
+            // An explicit earlier decision time is answered for that time, not from the later answer.
+            let before = try await best(["customerId": "c1", "productId": "monthly", "at": "2026-07-01T00:00:00Z"])
+            #expect(winnerType(before) == "introductory")
+
+            // The customer renews with auto-renew on: active, nothing to offer.
+            _ = try await app.call(
+                method: "subscriptions.record",
+                params: ["customerId": "c1", "productId": "monthly", "transactionId": "t2",
+                         "purchaseDate": "2026-12-26T11:00:00Z", "expiresDate": "2027-01-26T11:00:00Z",
+                         "autoRenew": true])
+            #expect(try await best()["offer"] == .null)
+
+            // The catalog gains a promotional offer for active subscribers.
+            _ = try await admin.call(
+                method: "catalog.upsert",
+                params: ["tenant": "acme", "offers": [
+                    ["id": "promo.loyal", "type": "promotional", "productId": "monthly",
+                     "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 2, "price": "3.99",
+                     "audience": ["active"]],
+                ]])
+            #expect(try await best()["offer"]?["offerId"] == "promo.loyal")
         }
     }
 
     @Test("a history change recorded through another process reaches remembered answers within one second")
     func crossProcessHistoryChange() async throws {
-        try await TestDatabase.with { configuration in
-            let one = try await TestGateway.start(configuration: configuration)
-            let two = try await TestGateway.start(configuration: configuration)
-            do {
-                let admin = try await one.admin()
-                defer { admin.close() }
-                let key = try await one.createTenant("acme", admin: admin)
-                try await one.upsertStandardCatalog(tenant: "acme", admin: admin)
-                let writer = try await one.tenant(key)
-                defer { writer.close() }
-                let reader = try await two.tenant(key)
-                defer { reader.close() }
-                let params: JSONValue = ["customerId": "c2", "productId": "monthly"]
-                // Never subscribed: the free week; asked twice, so process two remembers it.
-                for _ in 0..<2 {
-                    let answer = try await reader.call(method: "offers.best", params: params)
-                    #expect(answer["offer"]?["offerId"] == "intro.week")
-                }
-                // TestGateway.now is 2026-11-19T12:00Z: active since Nov 1, auto-renew off → at risk.
-                _ = try await writer.call(
-                    method: "subscriptions.record",
-                    params: ["customerId": "c2", "productId": "monthly", "transactionId": "t9",
-                             "purchaseDate": "2026-11-01T12:00:00Z", "expiresDate": "2026-12-01T12:00:00Z",
-                             "autoRenew": false])
-                let started = ContinuousClock.now
-                let seen = try await eventually(timeout: .seconds(3)) {
-                    try await reader.call(method: "offers.best", params: params)["offer"]?["type"] == "promotional"
-                }
-                let elapsed = ContinuousClock.now - started
-                #expect(seen)
-                #expect(elapsed < .seconds(1), "seen after \(elapsed)")
-            } catch {
-                await one.stop()
-                await two.stop()
-                throw error
+        try await TestGateway.withPair { one, two in
+            let admin = try await one.admin()
+            defer { admin.close() }
+            let key = try await one.createTenant("acme", admin: admin)
+            try await one.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let writer = try await one.tenant(key)
+            defer { writer.close() }
+            let reader = try await two.tenant(key)
+            defer { reader.close() }
+            let params: JSONValue = ["customerId": "c2", "productId": "monthly"]
+            // Never subscribed: the free week; asked twice, so process two remembers it.
+            for _ in 0..<2 {
+                let answer = try await reader.call(method: "offers.best", params: params)
+                #expect(answer["offer"]?["offerId"] == "intro.week")
             }
-            await one.stop()
-            await two.stop()
+            // TestGateway.now is 2026-11-19T12:00Z: active since Nov 1, auto-renew off → at risk.
+            _ = try await writer.call(
+                method: "subscriptions.record",
+                params: ["customerId": "c2", "productId": "monthly", "transactionId": "t9",
+                         "purchaseDate": "2026-11-01T12:00:00Z", "expiresDate": "2026-12-01T12:00:00Z",
+                         "autoRenew": false])
+            let started = ContinuousClock.now
+            let seen = try await eventually(timeout: .seconds(3)) {
+                try await reader.call(method: "offers.best", params: params)["offer"]?["type"] == "promotional"
+            }
+            let elapsed = ContinuousClock.now - started
+            #expect(seen)
+            #expect(elapsed < .seconds(1), "seen after \(elapsed)")
         }
     }
 }

@@ -42,6 +42,34 @@ struct TestGateway: Sendable {
         }
     }
 
+    /// Runs `body` against two gateway processes' worth of services on one fresh database (as two processes would
+    /// share it), then stops both. `configure` sets each one up (0: the first, 1: the second).
+    static func withPair<T>(
+        configure: @escaping (Int, inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _, _ in },
+        _ body: (TestGateway, TestGateway) async throws -> T
+    ) async throws -> T {
+        try await TestDatabase.with { configuration in
+            let one = try await start(configuration: configuration) { configure(0, &$0, &$1) }
+            let two: TestGateway
+            do {
+                two = try await start(configuration: configuration) { configure(1, &$0, &$1) }
+            } catch {
+                await one.stop()
+                throw error
+            }
+            do {
+                let value = try await body(one, two)
+                await one.stop()
+                await two.stop()
+                return value
+            } catch {
+                await one.stop()
+                await two.stop()
+                throw error
+            }
+        }
+    }
+
     /// Starts a gateway on an existing (migrated or not) database.
     static func start(
         configuration: PostgresConfiguration, logLevel: LogLevel = .info, poolSize: Int = 8,
