@@ -23,11 +23,32 @@ public final class ChildProcess: Sendable {
         public let description: String
     }
 
+    /// Where `setpriv` (util-linux) is, if installed: children are started through it with `--pdeathsig KILL`,
+    /// so the kernel ends them when the test process dies, even by a crash (no orphaned gateways).
+    static let setpriv: String? =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") ? "/usr/bin/setpriv" : nil
+
     /// Starts `path` with `arguments` and exactly `environment`; stdin reads `stdin`, stdout and stderr are
-    /// (truncated and) written to the given files.
+    /// (truncated and) written to the given files. The child is killed if the test process dies first (see
+    /// `setpriv`); its pid is the program's own (setpriv execs it).
     public static func spawn(
         _ path: String, _ arguments: [String], environment: [String: String], stdin: String = "/dev/null",
         stdout: String = "/dev/null", stderr: String = "/dev/null"
+    ) throws -> ChildProcess {
+        // The parent-death signal is tied to the thread that forked, and the cooperative pool's threads come and
+        // go: every spawn runs on one thread that lives as long as the process.
+        let (program, argv) = setpriv.map { ($0, ["--pdeathsig", "KILL", "--", path] + arguments) } ?? (path, arguments)
+        let result = SpawnerThread.shared.run {
+            Result {
+                try rawSpawn(program, argv, environment: environment, stdin: stdin, stdout: stdout, stderr: stderr)
+            }
+        }
+        return try result.get()
+    }
+
+    private static func rawSpawn(
+        _ path: String, _ arguments: [String], environment: [String: String], stdin: String, stdout: String,
+        stderr: String
     ) throws -> ChildProcess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -166,5 +187,39 @@ public final class ChildProcess: Sendable {
             status: status,
             stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    }
+}
+
+/// One thread that lives as long as the process and runs the jobs given to it, one at a time, while the caller
+/// waits (see `ChildProcess.spawn`).
+///
+/// `@unchecked Sendable`: the job queue is only touched under `lock`; the semaphores are thread-safe.
+final class SpawnerThread: @unchecked Sendable {
+    static let shared = SpawnerThread()
+
+    private let lock = NSLock()
+    private var jobs: [() -> Void] = []
+    private let available = DispatchSemaphore(value: 0)
+
+    private init() {
+        let thread = Thread { [self] in
+            while true {
+                available.wait()
+                let job = lock.withLock { jobs.removeFirst() }
+                job()
+            }
+        }
+        thread.name = "offergate-test-spawner"
+        thread.start()
+    }
+
+    /// Runs `job` on the spawner thread and returns its result (blocks the caller until then).
+    func run<T>(_ job: @escaping () -> T) -> T {
+        let done = DispatchSemaphore(value: 0)
+        var result: T?
+        lock.withLock { jobs.append { result = job(); done.signal() } }
+        available.signal()
+        done.wait()
+        return result!  // set by the job before it signalled `done`
     }
 }
