@@ -135,11 +135,8 @@ public enum HTMLReport {
         return 10 * magnitude
     }
 
-    /// The axes both time charts share: five labelled horizontal grid lines up to `yMax`, and a tick every few
-    /// seconds along the bottom.
-    private static func secondsAxes(
-        maxSecond: Double, yMax: Double, x: (Double) -> Double, y: (Double) -> Double, label: (Double) -> String
-    ) -> String {
+    /// Five labelled horizontal grid lines from 0 up to `yMax` (every chart has them).
+    private static func horizontalGrid(yMax: Double, y: (Double) -> Double, label: (Double) -> String) -> String {
         var body = ""
         for i in 0...4 {
             let v = yMax * Double(i) / 4
@@ -148,6 +145,15 @@ public enum HTMLReport {
                 + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
                 + "\(escape(label(v)))</text>\n"
         }
+        return body
+    }
+
+    /// The axes both time charts share: five labelled horizontal grid lines up to `yMax`, and a tick every few
+    /// seconds along the bottom.
+    private static func secondsAxes(
+        maxSecond: Double, yMax: Double, x: (Double) -> Double, y: (Double) -> Double, label: (Double) -> String
+    ) -> String {
+        var body = horizontalGrid(yMax: yMax, y: y, label: label)
         let xStep = max(1, Int(niceCeiling(maxSecond / 10)))
         for s in stride(from: 0, through: Int(maxSecond), by: xStep) {
             body +=
@@ -257,14 +263,7 @@ public enum HTMLReport {
         let yMax = niceCeiling(Double(bins.values.max() ?? 1))
         func x(_ logValue: Double) -> Double { left + plotW * (logValue - lowDecade) / (highDecade - lowDecade) }
         func y(_ count: Double) -> Double { top + plotH * (1 - count / yMax) }
-        var body = ""
-        for i in 0...4 {
-            let v = yMax * Double(i) / 4
-            body +=
-                "<line x1=\"\(n(left - 4))\" y1=\"\(n(y(v)))\" x2=\"\(n(width - right))\" y2=\"\(n(y(v)))\" "
-                + "stroke=\"#ddd\"/><text x=\"\(n(left - 6))\" y=\"\(n(y(v) + 4))\" text-anchor=\"end\">"
-                + "\(Format.number(v))</text>\n"
-        }
+        var body = horizontalGrid(yMax: yMax, y: y, label: Format.number)
         for decade in Int(lowDecade)...Int(highDecade) {
             let px = x(Double(decade))
             body +=

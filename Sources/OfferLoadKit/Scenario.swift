@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 
 /// The scenarios `offer-load` knows.
 public enum ScenarioKind: String, CaseIterable, Sendable, Codable {
@@ -281,22 +282,9 @@ public struct Scenario: Sendable, Equatable {
 public enum JSONText {
     /// `s` as a JSON string literal, quotes included.
     public static func string(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                out +=
-                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                    + String(scalar.value, radix: 16)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var bytes: [UInt8] = []
+        JSONSerializer.appendString(s, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// An object of string members, in the given order.

@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 import Synchronization
 
 #if canImport(Glibc)
@@ -132,21 +133,10 @@ public struct Logger: Sendable {
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
     }
 
+    /// `text` as a JSON string literal (the JSON-RPC serializer's escaping).
     static func appendQuoted(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
+        var bytes: [UInt8] = []
+        JSONSerializer.appendString(text, to: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
     }
 }
