@@ -197,15 +197,21 @@ public struct Campaign: Sendable, Hashable, Codable {
         eligibility.contains(CampaignAudience(state))
     }
 
+    /// Why no redemption may proceed at `at` because of the campaign itself (not started, expired, deactivated),
+    /// or `nil` while it is active.
+    public func stateRefusal(at: Date) -> Refusal? {
+        switch state(at: at) {
+        case .notStarted: .campaignNotStarted
+        case .expired: .campaignExpired
+        case .deactivated: .campaignDeactivated
+        case .active: nil
+        }
+    }
+
     /// Why a redemption by this customer would be refused now, or `nil` if it may proceed. Checked in order:
     /// campaign state, eligibility, the customer's own limit, the total limit.
     public func refusal(at: Date, customerState: GroupState, redeemed: Int, customerRedeemed: Int) -> Refusal? {
-        switch state(at: at) {
-        case .notStarted: return .campaignNotStarted
-        case .expired: return .campaignExpired
-        case .deactivated: return .campaignDeactivated
-        case .active: break
-        }
+        if let refusal = stateRefusal(at: at) { return refusal }
         if !admits(customerState) { return .notInCampaignEligibility }
         if customerRedeemed >= limits.perCustomerLimit { return .customerLimitReached }
         if let remaining = limits.remaining(redeemed: redeemed), remaining == 0 { return .codeExhausted }

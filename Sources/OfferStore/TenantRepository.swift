@@ -18,6 +18,14 @@ public struct TenantRecord: Sendable, Hashable {
     }
 }
 
+extension TenantRecord {
+    /// Whether `slug` has the form the schema allows for a tenant slug: `[a-z0-9-]{2,40}` (ASCII only).
+    public static func isWellFormed(slug: String) -> Bool {
+        (2...40).contains(slug.utf8.count)
+            && slug.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
+    }
+}
+
 /// The stored half of an API key: its public lookup handle and the SHA-256 of the whole key.
 public struct StoredApiKey: Sendable, Hashable {
     public var lookup: String

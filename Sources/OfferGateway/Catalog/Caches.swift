@@ -155,16 +155,11 @@ final class CustomerCache: Sendable {
         cache.cached(CustomerKey(tenant: tenant, customerId: customerId))
     }
 
-    func transactions(_ tenant: UUID, _ customerId: String) async throws -> [Transaction] {
-        try await snapshot(tenant, customerId).transactions
-    }
-
     func invalidate(_ tenant: UUID, _ customerId: String) {
         cache.invalidate(CustomerKey(tenant: tenant, customerId: customerId))
     }
 
     func invalidateAll() { cache.invalidateAll() }
-    var count: Int { cache.count }
 }
 
 /// A tenant's catalog as loaded at one time (a reference, like ``TransactionsSnapshot``), with its best-offer
@@ -250,9 +245,7 @@ final class TenantDirectory: Sendable {
     func find(slug: String) async throws -> TenantRecord {
         if let known = bySlug.withLock({ $0[slug] }) { return known }
         // Only a well-formed slug goes to the database: libpq would cut "acme\0x" down to "acme".
-        let wellFormed = (2...40).contains(slug.utf8.count)
-            && slug.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
-        guard wellFormed, let tenant = try await repository.find(slug: slug) else {
+        guard TenantRecord.isWellFormed(slug: slug), let tenant = try await repository.find(slug: slug) else {
             throw GatewayError.notFound("no tenant '\(Self.printable(slug))'", reason: "unknown_tenant")
         }
         bySlug.withLock { $0[slug] = tenant }

@@ -85,9 +85,6 @@ public final class Gateway: RPCHandler {
             + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all
     }
 
-    /// The names of every method this gateway answers (for docs and tests).
-    public static var methodNames: [String] { allMethods.map(\.name).sorted() }
-
     public func makeSession(_ info: ConnectionInfo) -> GatewaySession {
         GatewaySession(connection: info)
     }

@@ -52,7 +52,7 @@ enum KeyMethods {
                             "keyId": .string(key.keyId), "issuerId": key.issuerId.map { .string($0) } ?? .null,
                             "state": .string(key.state.rawValue),
                             "createdAt": .string(RFC3339.format(key.createdAt) ?? ""),
-                            "retiredAt": key.retiredAt.flatMap { RFC3339.format($0) }.map { .string($0) } ?? .null,
+                            "retiredAt": CustomerMethods.date(key.retiredAt),
                             "publicKeyPem": .string(key.publicKeyPEM),
                         ]
                     })

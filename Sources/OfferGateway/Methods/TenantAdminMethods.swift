@@ -14,9 +14,7 @@ enum TenantAdminMethods {
     static let all: [MethodSpec] = [
         MethodSpec(name: "tenants.create", access: .admin) { ctx in
             let params = try ctx.params(CreateParams.self)
-            guard params.slug.utf8.count >= 2, params.slug.utf8.count <= 40,
-                params.slug.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D })
-            else {
+            guard TenantRecord.isWellFormed(slug: params.slug) else {
                 throw GatewayError.invalidParams(
                     param: "params.slug", message: "slug must match [a-z0-9-]{2,40}", reason: "invalid_value")
             }

@@ -40,7 +40,7 @@ enum RedemptionDecider {
         _ attempts: [RedemptionAttempt], campaign: Campaign, at: Date, redeemed: Int, perCustomer: [String: Int],
         usedCodes: Set<String>, records: [String: IdempotencyRecord]
     ) -> [RedemptionVerdict] {
-        let state = campaign.state(at: at)
+        let stateRefusal = campaign.stateRefusal(at: at)
         var total = redeemed
         var counts = perCustomer
         var used = usedCodes
@@ -60,18 +60,9 @@ enum RedemptionDecider {
                 }
                 firstByKey[key] = index
             }
-            switch state {
-            case .notStarted:
-                verdicts.append(.refused(.campaignNotStarted))
+            if let stateRefusal {
+                verdicts.append(.refused(stateRefusal))
                 continue
-            case .expired:
-                verdicts.append(.refused(.campaignExpired))
-                continue
-            case .deactivated:
-                verdicts.append(.refused(.campaignDeactivated))
-                continue
-            case .active:
-                break
             }
             if attempt.oneTime && used.contains(attempt.code) {
                 verdicts.append(.refused(.codeExhausted))
