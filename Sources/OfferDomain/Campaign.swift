@@ -82,6 +82,14 @@ public struct CampaignLimits: Sendable, Hashable, Codable {
         totalLimit.map { max(0, $0 - redeemed) }
     }
 
+    /// Decides one request: refused for the customer's own limit first, then for the total limit.
+    /// `redeemed` is the campaign's current count, `customerRedeemed` the customer's.
+    public func decide(redeemed: Int, customerRedeemed: Int) -> Decision {
+        if customerRedeemed >= perCustomerLimit { return .customerLimitReached }
+        if let totalLimit, redeemed >= totalLimit { return .exhausted }
+        return .accepted
+    }
+
     /// Decides a batch of requests (customer ids, already normalised) in arrival order.
     ///
     /// `redeemed` is the campaign's current count, `perCustomer` each customer's current count. A request is
@@ -92,11 +100,12 @@ public struct CampaignLimits: Sendable, Hashable, Codable {
         var counts = perCustomer
         return requests.map { customer in
             let used = counts[customer, default: 0]
-            if used >= perCustomerLimit { return .customerLimitReached }
-            if let totalLimit, total >= totalLimit { return .exhausted }
-            total += 1
-            counts[customer] = used + 1
-            return .accepted
+            let decision = decide(redeemed: total, customerRedeemed: used)
+            if decision == .accepted {
+                total += 1
+                counts[customer] = used + 1
+            }
+            return decision
         }
     }
 }
@@ -213,9 +222,11 @@ public struct Campaign: Sendable, Hashable, Codable {
     public func refusal(at: Date, customerState: GroupState, redeemed: Int, customerRedeemed: Int) -> Refusal? {
         if let refusal = stateRefusal(at: at) { return refusal }
         if !admits(customerState) { return .notInCampaignEligibility }
-        if customerRedeemed >= limits.perCustomerLimit { return .customerLimitReached }
-        if let remaining = limits.remaining(redeemed: redeemed), remaining == 0 { return .codeExhausted }
-        return nil
+        switch limits.decide(redeemed: redeemed, customerRedeemed: customerRedeemed) {
+        case .customerLimitReached: return .customerLimitReached
+        case .exhausted: return .codeExhausted
+        case .accepted: return nil
+        }
     }
 
     /// Warnings `offerctl` shows (not errors): a total limit over Apple's quarterly cap, or one-time codes valid

@@ -34,7 +34,7 @@ enum RedemptionDecider {
     ///
     /// Per attempt: a known idempotency key replays (same params) or conflicts (other params); then the campaign
     /// must be active at `at`; a one-time code already redeemed (before, or earlier in this batch) is exhausted;
-    /// then `CampaignLimits.admit` applies the customer's limit and the total limit, counting the batch's own
+    /// then `CampaignLimits.decide` applies the customer's limit and the total limit, counting the batch's own
     /// accepted attempts. Eligibility (new/existing/expired) is checked before an attempt joins a batch.
     static func decide(
         _ attempts: [RedemptionAttempt], campaign: Campaign, at: Date, redeemed: Int, perCustomer: [String: Int],
@@ -69,9 +69,7 @@ enum RedemptionDecider {
                 continue
             }
             let customer = attempt.customerId
-            let decision = campaign.limits.admit(
-                [customer], redeemed: total, perCustomer: [customer: counts[customer, default: 0]])
-            switch decision.first {
+            switch campaign.limits.decide(redeemed: total, customerRedeemed: counts[customer, default: 0]) {
             case .accepted:
                 total += 1
                 counts[customer, default: 0] += 1
@@ -79,7 +77,7 @@ enum RedemptionDecider {
                 verdicts.append(.accepted)
             case .customerLimitReached:
                 verdicts.append(.refused(.customerLimitReached))
-            case .exhausted, nil:
+            case .exhausted:
                 verdicts.append(.refused(.codeExhausted))
             }
         }
