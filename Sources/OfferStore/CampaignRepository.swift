@@ -184,7 +184,8 @@ public struct CampaignRepository: Sendable {
 
     /// Deactivates a campaign at `at` (idempotent: the first deactivation time stays). Returns the record.
     public func deactivate(tenant: UUID, campaignId: String, at: Date) async throws(StoreError) -> CampaignRecord {
-        let found: CampaignRecord? = try await storeCall {
+        // A StoreError thrown inside the transaction rolls it back and reaches the caller unchanged.
+        try await storeCall {
             try await pool.withTransaction { tx in
                 let rows = try await tx.query(
                     """
@@ -192,15 +193,13 @@ public struct CampaignRepository: Sendable {
                     WHERE c.tenant_id = \(tenant) AND c.campaign_id = \(campaignId)
                     RETURNING \(query: .unsafeRaw(Self.columns))
                     """)
-                guard let row = rows.first else { return nil }
+                guard let row = rows.first else { throw StoreError.notFound("campaign '\(campaignId)'") }
                 try await Audit.record(
                     tx, tenant: tenant, actor: "admin", action: "campaign.deactivate",
                     detail: ["campaignId": campaignId])
                 return try Self.decodeRecord(row, at: 0)
             }
         }
-        guard let found else { throw .notFound("campaign '\(campaignId)'") }
-        return found
     }
 
     /// Counters plus the number of distinct redeemed codes.
@@ -252,29 +251,30 @@ public struct CampaignRepository: Sendable {
     /// `INSERT … SELECT FROM unnest($codes)`, `statementRows` per statement, `statementsPerRound` statements
     /// pipelined per round trip; `progress(made)` is called after each round. Throws `.notFound` for an unknown
     /// campaign and `.conflict` for a custom one, or when `maxRounds` rounds could not make enough new codes
-    /// (the pattern's space is nearly used up).
+    /// (the pattern's space is nearly used up); then nothing is stored (the codes of earlier rounds are rolled
+    /// back with the rest).
     public func generateCodes(
         tenant: UUID, campaignId: String, count: Int, statementRows: Int = 10_000, statementsPerRound: Int = 8,
         maxRounds: Int = 1_000, makeCodes: @escaping @Sendable (Int) -> [String],
         progress: @escaping @Sendable (Int) -> Void
     ) async throws(StoreError) -> Int {
-        let outcome: Result<Int, StoreError> = try await storeCall {
-            try await pool.withTransaction { tx -> Result<Int, StoreError> in
+        try await storeCall {
+            try await pool.withTransaction { tx -> Int in
                 let kind = try await tx.query(
                     """
                     SELECT kind FROM campaigns WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId) FOR SHARE
                     """, prepared: true
                 ).scalar(String.self)
-                guard let kind else { return .failure(.notFound("campaign '\(campaignId)'")) }
+                guard let kind else { throw StoreError.notFound("campaign '\(campaignId)'") }
                 guard kind == CampaignKind.oneTime.rawValue else {
-                    return .failure(.conflict("campaign '\(campaignId)' is a custom campaign: it has one code"))
+                    throw StoreError.conflict("campaign '\(campaignId)' is a custom campaign: it has one code")
                 }
                 var made = 0
                 var rounds = 0
                 while made < count {
                     rounds += 1
                     if rounds > maxRounds {
-                        return .failure(.conflict("the pattern has too few unused codes left"))
+                        throw StoreError.conflict("the pattern has too few unused codes left")
                     }
                     var queries: [PostgresQuery] = []
                     var planned = 0
@@ -299,10 +299,9 @@ public struct CampaignRepository: Sendable {
                     UPDATE campaigns SET codes_generated = codes_generated + \(Int64(made))
                     WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
                     """, prepared: true)
-                return .success(made)
+                return made
             }
         }
-        return try outcome.get()
     }
 
     // MARK: Codes and redemptions
@@ -520,14 +519,16 @@ public struct CampaignRepository: Sendable {
     /// Rolls a redemption back (idempotent): marks it, gives the capacity back. Returns whether it was already
     /// rolled back. Throws `.notFound` for an unknown redemption of this tenant.
     public func rollback(tenant: UUID, redemptionId: UUID, reason: String?) async throws(StoreError) -> Bool {
-        let outcome: Bool? = try await storeCall {
-            try await pool.withTransaction { tx -> Bool? in
+        try await storeCall {
+            try await pool.withTransaction { tx -> Bool in
                 let campaign = try await tx.query(
                     """
                     SELECT campaign_id FROM redemptions WHERE tenant_id = \(tenant) AND redemption_id = \(redemptionId)
                     """, prepared: true
                 ).scalar(String.self)
-                guard let campaign else { return nil }
+                guard let campaign else {
+                    throw StoreError.notFound("redemption '\(redemptionId.uuidString.lowercased())'")
+                }
                 // Lock order: campaign row first, like redemption batches.
                 try await tx.query(
                     "SELECT 1 FROM campaigns WHERE tenant_id = \(tenant) AND campaign_id = \(campaign) FOR UPDATE",
@@ -546,8 +547,6 @@ public struct CampaignRepository: Sendable {
                 return false
             }
         }
-        guard let outcome else { throw .notFound("redemption '\(redemptionId.uuidString.lowercased())'") }
-        return outcome
     }
 
     // MARK: Decoding
