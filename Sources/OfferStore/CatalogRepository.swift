@@ -9,10 +9,7 @@ public struct CatalogRepository: Sendable {
     /// The tenant's whole catalog (as the domain sees it). Unknown tenants have an empty catalog.
     public func load(tenant: UUID) async throws(StoreError) -> Catalog {
         try await storeCall {
-            try await pool.withConnection { connection in
-                let results = try await connection.pipeline(Self.loadQueries(tenant: tenant), prepared: true)
-                return try Self.decodeCatalog(results)
-            }
+            try Self.decodeCatalog(try await pool.pipeline(Self.loadQueries(tenant: tenant), prepared: true))
         }
     }
 

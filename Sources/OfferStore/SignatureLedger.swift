@@ -36,19 +36,6 @@ public struct IssuedSignature: Sendable, Hashable {
 public struct SignatureLedger: Sendable {
     let pool: PostgresPool
 
-    public func record(tenant: UUID, _ s: IssuedSignature) async throws(StoreError) {
-        try await storeCall {
-            try await pool.query(
-                """
-                INSERT INTO issued_signatures
-                    (tenant_id, nonce, format, key_id, customer_id, product_id, offer_id, app_account_token,
-                     transaction_id, issued_at)
-                VALUES (\(tenant), \(s.nonce), \(s.format.rawValue), \(s.keyId), \(s.customerId), \(s.productId),
-                        \(s.offerId), \(s.appAccountToken), \(s.transactionId), \(s.issuedAt))
-                """, prepared: true)
-        }
-    }
-
     /// Records many signatures (of any tenants) in one statement and one commit: the group commit of
     /// `offers.sign`, so the ledger costs one fsync per batch instead of one per signature.
     public func recordBatch(_ rows: [(tenant: UUID, signature: IssuedSignature)]) async throws(StoreError) {
@@ -68,29 +55,6 @@ public struct SignatureLedger: Sendable {
                             \(rows.map(\.signature.transactionId))::text[], \(micros)::int8[])
                     AS r(t, n, f, k, c, p, o, a, x, us)
                 """, prepared: true)
-        }
-    }
-
-    public func list(tenant: UUID, customerId: String) async throws(StoreError) -> [IssuedSignature] {
-        try await storeCall {
-            try await pool.query(
-                """
-                SELECT nonce, format, key_id, customer_id, product_id, offer_id, app_account_token, transaction_id,
-                       issued_at
-                FROM issued_signatures WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
-                ORDER BY issued_at, nonce
-                """
-            ).map { row in
-                let (nonce, format, keyId, customer, product) = try row.decode(
-                    UUID.self, String.self, String.self, String.self, String.self)
-                guard let parsed = IssuedSignature.Format(rawValue: format) else {
-                    throw StoreError.corrupt("signature format '\(format)'")
-                }
-                return IssuedSignature(
-                    nonce: nonce, format: parsed, keyId: keyId, customerId: customer, productId: product,
-                    offerId: try row.decode(String?.self, at: 5), appAccountToken: try row.decode(String?.self, at: 6),
-                    transactionId: try row.decode(String?.self, at: 7), issuedAt: try row.decode(Date.self, at: 8))
-            }
         }
     }
 }

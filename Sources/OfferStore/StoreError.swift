@@ -23,11 +23,6 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         case .corrupt(let what): "corrupt stored value: \(what)"
         }
     }
-
-    public var isRetryable: Bool {
-        if case .unavailable = self { return true }
-        return false
-    }
 }
 
 extension StoreError {

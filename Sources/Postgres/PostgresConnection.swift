@@ -91,9 +91,6 @@ public actor PostgresConnection {
         return PQstatus(handle) == CONNECTION_OK
     }
 
-    /// The server process id (`PQbackendPID`), 0 when closed.
-    public var backendPID: Int32 { handle.map { PQbackendPID($0) } ?? 0 }
-
     /// True when the caller runs on this connection's own queue (always, for the actor's methods): blocking
     /// libpq calls never run on Swift's cooperative pool.
     public var isOnDedicatedQueue: Bool { executor.isCurrent }

@@ -144,8 +144,9 @@ public struct PostgresCell: Sendable {
         PostgresError.decode("cannot decode \(self.type) as \(T.self): \(reason)", column: columnLabel)
     }
 
-    /// Throws unless the column type is one of `accepted`.
-    public func expect<T>(_ accepted: Set<PostgresDataType>, as: T.Type) throws {
+    /// Throws unless the column type is one of `accepted` (a handful of types: an array, so decoding a cell
+    /// builds no set).
+    public func expect<T>(_ accepted: [PostgresDataType], as: T.Type) throws {
         guard accepted.contains(type) else {
             throw PostgresError.decode("column of type \(type) cannot be decoded as \(T.self)", column: columnLabel)
         }
@@ -270,18 +271,6 @@ extension UUID: PostgresEncodable, PostgresDecodable {
 // MARK: - bytea
 
 enum Hex {
-    static let digits = Array("0123456789abcdef".utf8)
-
-    static func encode<C: Collection<UInt8>>(_ bytes: C) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return out
-    }
-
     static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
@@ -355,7 +344,7 @@ public protocol PostgresArrayLiteralElement: PostgresCodable, PostgresArrayEleme
     /// The element OID used to decode elements, e.g. `.text` for `text[]`.
     static var postgresElementType: PostgresDataType { get }
     /// Array OIDs this element type decodes from.
-    static var postgresAcceptedArrayTypes: Set<PostgresDataType> { get }
+    static var postgresAcceptedArrayTypes: [PostgresDataType] { get }
 }
 
 extension PostgresArrayLiteralElement {
@@ -401,7 +390,7 @@ extension PostgresArrayLiteralElement {
 extension String: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .textArray }
     public static var postgresElementType: PostgresDataType { .text }
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> {
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] {
         [.textArray, .varcharArray, .bpcharArray, .nameArray]
     }
 }
@@ -409,38 +398,38 @@ extension String: PostgresArrayLiteralElement {
 extension Int64: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .int8Array }
     public static var postgresElementType: PostgresDataType { .int8 }
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { [.int8Array, .int4Array, .int2Array] }
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.int8Array, .int4Array, .int2Array] }
 }
 
 extension Int32: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .int4Array }
     public static var postgresElementType: PostgresDataType { .int4 }
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { [.int4Array, .int2Array] }
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.int4Array, .int2Array] }
 }
 
 extension Int: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .int8Array }
     public static var postgresElementType: PostgresDataType { .int8 }
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { [.int8Array, .int4Array, .int2Array] }
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.int8Array, .int4Array, .int2Array] }
 }
 
 extension UUID: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .uuidArray }
     public static var postgresElementType: PostgresDataType { .uuid }
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { [.uuidArray] }
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.uuidArray] }
 }
 
 extension Bool: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .boolArray }
     public static var postgresElementType: PostgresDataType { .bool }
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { [.boolArray] }
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.boolArray] }
 }
 
 /// `[String?]`, `[Int64?]`: arrays with NULL elements. (`[String]` throws a decode error on a NULL element.)
 extension Optional: PostgresArrayElement, PostgresArrayLiteralElement where Wrapped: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { Wrapped.postgresArrayType }
     public static var postgresElementType: PostgresDataType { Wrapped.postgresElementType }
-    public static var postgresAcceptedArrayTypes: Set<PostgresDataType> { Wrapped.postgresAcceptedArrayTypes }
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] { Wrapped.postgresAcceptedArrayTypes }
 }
 
 /// Parser for one-dimensional array literals in PostgreSQL's text output format.

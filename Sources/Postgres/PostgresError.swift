@@ -15,8 +15,6 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case server
         /// A column could not be decoded into the requested Swift type.
         case decode
-        /// A Swift value could not be encoded as a parameter.
-        case encode
         /// No connection became free within the pool's `acquireTimeout`.
         case poolTimeout
         /// The pool was closed.
@@ -124,7 +122,6 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case .connection: "connection"
         case .server: "server"
         case .decode: "decode"
-        case .encode: "encode"
         case .poolTimeout: "poolTimeout"
         case .poolClosed: "poolClosed"
         case .cancelled: "cancelled"

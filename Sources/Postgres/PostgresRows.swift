@@ -15,7 +15,6 @@ final class PostgresRowsStorage: Sendable {
     /// Start offset of each cell in `buffer`; length -1 marks NULL.
     let offsets: [Int]
     let lengths: [Int]
-    let columnIndexByName: [String: Int]
 
     init(columns: [PostgresColumn], rowCount: Int, buffer: [UInt8], offsets: [Int], lengths: [Int]) {
         self.columns = columns
@@ -23,9 +22,6 @@ final class PostgresRowsStorage: Sendable {
         self.buffer = buffer
         self.offsets = offsets
         self.lengths = lengths
-        var byName: [String: Int] = [:]
-        for (i, c) in columns.enumerated() where byName[c.name] == nil { byName[c.name] = i }
-        self.columnIndexByName = byName
     }
 
     /// Copies everything out of a `PGresult` (text format).
@@ -134,7 +130,8 @@ public struct PostgresRow: Sendable {
 
     /// Decodes the first column called `name`.
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, named name: String) throws -> T {
-        guard let column = storage.columnIndexByName[name] else {
+        // The first column of that name; a scan (results have few columns) instead of a dictionary per result.
+        guard let column = storage.columns.firstIndex(where: { $0.name == name }) else {
             throw PostgresError.decode("no column named \(name)", column: name)
         }
         return try decode(type, at: column)
