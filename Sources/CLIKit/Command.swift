@@ -135,6 +135,12 @@ public struct ParsedCommand: Sendable {
 }
 
 /// A command line that does not fit the command's spec, or a request for help.
+/// A runtime failure of a command: its message goes to stderr and the exit status is 1.
+public struct Failure: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ message: String) { description = message }
+}
+
 public struct UsageError: Error, CustomStringConvertible, Sendable {
     public let message: String
     public let command: [String]

@@ -8,22 +8,25 @@ import Foundation
 /// diagnostics go to stderr.
 public enum Console {
     /// Writes `text` to stdout as is.
-    public static func out(_ text: String) { write(1, text) }
+    public static func out(_ text: String) { try? write(text, to: 1) }
 
     /// Writes `text` and a newline to stderr.
-    public static func error(_ text: String) { write(2, text + "\n") }
+    public static func error(_ text: String) { try? write(text + "\n", to: 2) }
 
     /// Whether a file descriptor is a terminal (progress bars and colours only then).
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
 
-    static func write(_ fd: Int32, _ text: String) {
+    /// Writes all of `text` to `fd` (retrying interrupted writes), or throws what went wrong.
+    public static func write(_ text: String, to fd: Int32) throws(Failure) {
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            let n = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+            }
             if n < 0 {
                 if errno == EINTR { continue }
-                return
+                throw Failure("cannot write the output: \(String(cString: strerror(errno)))")
             }
             offset += n
         }
@@ -54,11 +57,11 @@ public struct ProgressBar: Sendable {
 
     public func update(_ done: Int) {
         guard enabled else { return }
-        Console.write(2, "\r" + render(done))
+        try? Console.write("\r" + render(done), to: 2)
     }
 
     public func finish() {
         guard enabled else { return }
-        Console.write(2, "\r" + render(total) + "\n")
+        try? Console.write("\r" + render(total) + "\n", to: 2)
     }
 }

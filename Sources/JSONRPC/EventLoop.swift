@@ -102,7 +102,6 @@ final class EventLoop: @unchecked Sendable {
     var nextID: UInt64 = 1
     var running = true
     var onExit: [() -> Void] = []
-    var tickHandlers: [() -> Void] = []
     var scratch = [UInt8](repeating: 0, count: 65_536)
 
     /// The loop used by clients in this process.
@@ -210,7 +209,6 @@ final class EventLoop: @unchecked Sendable {
                     }
                 }
                 pausedListeners.removeAll()
-                for tick in tickHandlers { tick() }
             }
         }
         inbox.withLock {

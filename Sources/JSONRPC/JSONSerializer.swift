@@ -71,7 +71,7 @@ public enum JSONSerializer {
         }
         var magnitude = value.magnitude
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
-        let count = withUnsafeMutableBytes(of: &digits) { scratch -> Int in
+        withUnsafeMutableBytes(of: &digits) { scratch in
             var position = scratch.count
             while magnitude > 0 {
                 position -= 1
@@ -80,9 +80,7 @@ public enum JSONSerializer {
             }
             if value < 0 { out.append(UInt8(ascii: "-")) }
             out.append(contentsOf: scratch[position...])
-            return scratch.count - position
         }
-        _ = count
     }
 
     static let hex: [UInt8] = Array("0123456789abcdef".utf8)

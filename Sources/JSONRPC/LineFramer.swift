@@ -23,7 +23,6 @@ public struct LineFramer: Sendable {
     var start = 0
     var scanned = 0
     var discarding = false
-    var pendingTooLarge = false
 
     /// Creates a framer with the given frame limit (default 1 MiB).
     public init(limit: Int = 1 << 20) {
@@ -56,10 +55,6 @@ public struct LineFramer: Sendable {
 
     /// The next frame or event, or `nil` when more bytes are needed.
     public mutating func next() -> Event? {
-        if pendingTooLarge {
-            pendingTooLarge = false
-            return .tooLarge
-        }
         while true {
             let newline: Int? = buffer.withUnsafeBufferPointer { b in
                 guard scanned < b.count, let base = b.baseAddress,

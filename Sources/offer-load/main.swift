@@ -60,12 +60,6 @@ let offerLoadCommand = CommandSpec(
     arguments: [ArgumentSpec("scenario", "ping | best | sign | redeem-hot | redeem-onetime | mixed")]
 )
 
-/// A runtime failure: message on stderr, exit 1.
-struct Failure: Error, CustomStringConvertible {
-    let description: String
-    init(_ message: String) { description = message }
-}
-
 /// Everything the command line says, checked.
 struct Invocation {
     let scenario: Scenario

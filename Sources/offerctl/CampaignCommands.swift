@@ -176,7 +176,7 @@ enum CampaignCommands {
             guard fd >= 0 else { throw Failure("cannot create \(output): \(String(cString: strerror(errno)))") }
         }
         defer { if fd != 1 { close(fd) } }
-        try Output.write(CSV.record(["code", "state", "redeemed_at"]), to: fd)
+        try Console.write(CSV.record(["code", "state", "redeemed_at"]), to: fd)
         var after: String?
         var written = 0
         while true {
@@ -194,7 +194,7 @@ enum CampaignCommands {
                 let state = row["state"]?.stringValue ?? (redeemedAt.isEmpty ? "available" : "redeemed")
                 text += CSV.record([code, state, redeemedAt])
             }
-            try Output.write(text, to: fd)
+            try Console.write(text, to: fd)
             written += rows.count
             // The cursor: the gateway's `next` (null = done) when it gives one, else the last code of a full page.
             let next: String?

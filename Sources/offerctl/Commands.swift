@@ -48,12 +48,12 @@ let validators: [[String]: @Sendable (ParsedCommand) throws -> Void] = [
 
 /// Reads a small input file (a key, a catalog) whole; the size cap keeps a wrong path from eating memory.
 func readInputFile(_ path: String, what: String, maxBytes: Int) throws -> Data {
-    guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-        let data = FileManager.default.contents(atPath: path)
-    else {
+    guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else {
         throw Failure("cannot read \(what) \(path)")
     }
+    // The size first: a wrong path to a huge file is refused before it is read.
     if let size = attributes[.size] as? Int, size > maxBytes { throw Failure("\(what) \(path) is too large") }
+    guard let data = FileManager.default.contents(atPath: path) else { throw Failure("cannot read \(what) \(path)") }
     guard data.count <= maxBytes else { throw Failure("\(what) \(path) is too large") }
     return data
 }
@@ -161,7 +161,7 @@ enum CatalogCommands {
         let data = try readInputFile(path, what: "the .storekit file", maxBytes: 32 << 20)
         let storekit: JSONValue
         do {
-            storekit = try JSONParsing.parse(Array(data), maxDepth: 128)
+            storekit = try JSONParsing.parse(data, maxDepth: 128)
         } catch {
             throw Failure("\(path) is not JSON (a .storekit file is): \(error)")
         }

@@ -9,12 +9,6 @@ import Synchronization
     import Glibc
 #endif
 
-/// A runtime failure: `offerctl: <message>` on stderr, exit 1.
-struct Failure: Error, CustomStringConvertible {
-    let description: String
-    init(_ message: String) { description = message }
-}
-
 /// An authenticated admin connection to a gateway.
 final class GatewayLink: Sendable {
     let client: RPCClient

@@ -47,20 +47,4 @@ enum Output {
         if let rows = result[key]?.arrayValue ?? result.arrayValue { return rows }
         throw Failure("the gateway's answer has no '\(key)' list (is offerctl older than the gateway?)")
     }
-
-    /// Writes all of `text` to `fd` (stdout or an --output file), or throws.
-    static func write(_ text: String, to fd: Int32) throws {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.write(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Failure("cannot write the output: \(String(cString: strerror(errno)))")
-            }
-            offset += n
-        }
-    }
 }

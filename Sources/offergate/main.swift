@@ -63,12 +63,6 @@ let rootSpec = CommandSpec(
     "offergate", abstract: "OfferGate: a multi-tenant gateway for App Store subscription offers.",
     subcommands: [serveSpec, migrateSpec])
 
-/// A runtime failure: message on stderr, exit 1.
-struct Failure: Error, CustomStringConvertible {
-    let description: String
-    init(_ message: String) { description = message }
-}
-
 /// The database the gateway uses: a given URL, or the embedded cluster (started here, stopped at exit).
 struct DatabaseChoice {
     let url: String
@@ -174,7 +168,6 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
         // No key given: keep one beside the (embedded or default) data directory. With an external database this
         // only suits a single host, so say so: every gateway sharing a database must share the master key.
         let directory = base ?? EmbeddedPostgres.defaultBaseDirectory()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         masterKeyFile = directory.appendingPathComponent("master.key").path
         if base == nil {
             logger.warning(
