@@ -1,5 +1,4 @@
-// The campaign commands against the real gateway. Disabled until campaigns.* and codes.* are merged (they are
-// being written against API.md at the same time); the client side is covered today by CampaignClientTests.
+// The campaign commands against the real gateway (the client side alone is covered by CampaignClientTests).
 import Foundation
 import JSONRPC
 import Testing

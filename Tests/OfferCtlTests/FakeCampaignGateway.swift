@@ -1,5 +1,5 @@
-// A stand-in gateway for the campaign commands while the real campaigns.* methods are being written: it answers
-// in API.md's shapes (see docs/offerctl.md) and records what offerctl sent, so the CLI side is tested today.
+// A stand-in gateway for the campaign commands: it answers in API.md's shapes (see docs/offerctl.md) and records
+// what offerctl sent, so the CLI side is tested on its own (CampaignCommandTests runs them against the real one).
 import Foundation
 import JSONRPC
 import Synchronization

@@ -69,16 +69,6 @@ final class RedemptionStorm: Sendable {
     func stop() { stopped.store(true, ordering: .relaxed) }
 }
 
-/// Waits until `condition` holds (polling), or `timeout` passes.
-func redemptionEventually(timeout: Duration = .seconds(20), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return await condition()
-}
-
 @Suite("Redemption survives crashes", .serialized)
 struct RedemptionCrashTests {
     /// This suite's own cluster (it restarts PostgreSQL mid-storm): no other suite is disturbed.
@@ -106,7 +96,7 @@ struct RedemptionCrashTests {
                     "--log-level", "error", "--quiet-requests",
                 ],
                 environment: environment)
-            let up = await redemptionEventually {
+            let up = await eventually(timeout: .seconds(20)) {
                 guard let client = try? await RPCClient.connect(to: "unix:" + socket) else { return false }
                 defer { client.close() }
                 return (try? await client.call(method: "system.ping", params: [:])) != nil
@@ -142,7 +132,7 @@ struct RedemptionCrashTests {
 
         /// Polls (never blocks a cooperative thread in waitpid), for 15 s at most.
         private func waitForExit() async {
-            _ = await redemptionEventually(timeout: .seconds(15)) { !process.isRunning }
+            _ = await eventually(timeout: .seconds(15)) { !process.isRunning }
             unlink(socket)
         }
     }
@@ -167,7 +157,7 @@ struct RedemptionCrashTests {
             // Storm the first gateway; SIGKILL it once some redemptions were acknowledged.
             let storm1 = RedemptionStorm(prefix: "a")
             async let done1: Void = storm1.run(socket: first.socket, apiKey: apiKey, code: "CRASH", connections: 32)
-            let progressed = await redemptionEventually { storm1.successes >= 100 }
+            let progressed = await eventually(timeout: .seconds(20)) { storm1.successes >= 100 }
             await first.kill9()
             storm1.stop()
             await done1
@@ -181,7 +171,7 @@ struct RedemptionCrashTests {
             defer { second.killIfRunning() }
             let storm2 = RedemptionStorm(prefix: "b")
             async let done2: Void = storm2.run(socket: second.socket, apiKey: apiKey, code: "CRASH", connections: 32)
-            let exhausted = await redemptionEventually {
+            let exhausted = await eventually(timeout: .seconds(20)) {
                 storm2.seen.withLock { ($0.errors[-32041] ?? 0) >= 64 }
             }
             storm2.stop()
@@ -228,11 +218,13 @@ struct RedemptionCrashTests {
                     socket: gateways.sockets[1], apiKey: apiKey, code: "BOUNCE", connections: 16)
                 // Every connection authenticated before PostgreSQL goes away (authenticating needs it).
                 #expect(
-                    await redemptionEventually { storm.successes >= 50 && storm.ready.load(ordering: .relaxed) == 32 })
+                    await eventually(timeout: .seconds(20)) {
+                        storm.successes >= 50 && storm.ready.load(ordering: .relaxed) == 32
+                    })
                 try await RedemptionCrashTests.server.pg("restart")
                 let beforeRecovery = storm.successes
                 // The gateways recover by themselves: successes resume until the limit is reached.
-                let exhausted = await redemptionEventually(timeout: .seconds(60)) {
+                let exhausted = await eventually(timeout: .seconds(60)) {
                     storm.seen.withLock { ($0.errors[-32041] ?? 0) >= 32 }
                 }
                 storm.stop()

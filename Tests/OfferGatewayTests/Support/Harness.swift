@@ -49,10 +49,12 @@ struct TestGateway: Sendable {
         _ body: (TestGateway, TestGateway) async throws -> T
     ) async throws -> T {
         try await TestDatabase.with { configuration in
-            let one = try await start(configuration: configuration) { configure(0, &$0, &$1) }
+            // One master key for both, as every gateway sharing a database must have.
+            let keyring = MasterKeyring(current: try MasterKey.generate())
+            let one = try await start(configuration: configuration, keyring: keyring) { configure(0, &$0, &$1) }
             let two: TestGateway
             do {
-                two = try await start(configuration: configuration) { configure(1, &$0, &$1) }
+                two = try await start(configuration: configuration, keyring: keyring) { configure(1, &$0, &$1) }
             } catch {
                 await one.stop()
                 throw error
