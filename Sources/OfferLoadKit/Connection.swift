@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 
 /// The outcome of one request, as the load engine needs it.
 public enum CallOutcome: Sendable, Equatable {
@@ -30,15 +31,15 @@ public enum CallOutcome: Sendable, Equatable {
     }
 }
 
-/// One request to send: a JSON-RPC method and its params as already-serialised JSON object text.
+/// One request to send: a JSON-RPC method and its params object (sent as built, in member order).
 public struct LoadRequest: Sendable, Equatable {
     public let method: String
-    /// The params object as JSON text, e.g. `{"code":"SPRING","customerId":"c-1"}`.
-    public let paramsJSON: String
+    /// The params object, e.g. `["code": "SPRING", "customerId": "c-1"]`.
+    public let params: JSONObject
 
-    public init(method: String, paramsJSON: String) {
+    public init(method: String, params: JSONObject) {
         self.method = method
-        self.paramsJSON = paramsJSON
+        self.params = params
     }
 }
 

@@ -35,13 +35,16 @@ public struct HistorySeed: Sendable, Equatable {
             let product = products[i % products.count]
             let original = "\(runTag)-t\(i)-0"
             func record(month: Int, purchase: Date, expires: Date, autoRenew: Bool, retry: Bool) {
-                let strings = JSONText.object([
-                    ("customerId", customer), ("productId", product), ("transactionId", "\(runTag)-t\(i)-\(month)"),
-                    ("originalTransactionId", original), ("purchaseDate", Self.rfc3339(purchase)),
-                    ("expiresDate", Self.rfc3339(expires)),
-                ])
-                let text = String(strings.dropLast()) + ",\"autoRenew\":\(autoRenew),\"inBillingRetry\":\(retry)}"
-                out.append(LoadRequest(method: "subscriptions.record", paramsJSON: text))
+                out.append(
+                    LoadRequest(
+                        method: "subscriptions.record",
+                        params: [
+                            "customerId": .string(customer), "productId": .string(product),
+                            "transactionId": .string("\(runTag)-t\(i)-\(month)"),
+                            "originalTransactionId": .string(original), "purchaseDate": .string(Self.rfc3339(purchase)),
+                            "expiresDate": .string(Self.rfc3339(expires)), "autoRenew": .bool(autoRenew),
+                            "inBillingRetry": .bool(retry),
+                        ]))
             }
             switch i % 10 {
             case 0...3:

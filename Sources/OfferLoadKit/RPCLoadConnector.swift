@@ -37,12 +37,7 @@ struct RPCLoadConnection: LoadConnection {
     let timeout: Duration?
 
     func call(_ request: LoadRequest) async -> CallOutcome {
-        let params: JSONValue
-        do {
-            params = try JSONParsing.parse(request.paramsJSON)
-        } catch {
-            return .transportError("request params are not JSON: \(error)")
-        }
+        let params = JSONValue.object(request.params)
         do {
             let result: JSONValue
             if let timeout {

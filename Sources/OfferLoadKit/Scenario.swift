@@ -245,23 +245,22 @@ public struct Scenario: Sendable, Equatable {
     static func request(_ kind: ScenarioKind, index: Int, fixture f: ScenarioFixture) -> LoadRequest {
         switch kind {
         case .ping, .mixed:
-            return LoadRequest(method: "system.ping", paramsJSON: "{}")
+            return LoadRequest(method: "system.ping", params: [:])
         case .best:
             let customer = f.customers[index % f.customers.count]
             let product = f.products[(index / f.customers.count) % f.products.count]
             return LoadRequest(
-                method: "offers.best",
-                paramsJSON: JSONText.object([("customerId", customer), ("productId", product)]))
+                method: "offers.best", params: ["customerId": .string(customer), "productId": .string(product)])
         case .sign:
             let customer = f.customers[index % f.customers.count]
             let offer = f.promotionalOffers[(index / f.customers.count) % f.promotionalOffers.count]
             let format = f.signFormats[index % f.signFormats.count]
             return LoadRequest(
                 method: "offers.sign",
-                paramsJSON: JSONText.object([
-                    ("customerId", customer), ("productId", offer.productId), ("offerId", offer.offerId),
-                    ("format", format),
-                ]))
+                params: [
+                    "customerId": .string(customer), "productId": .string(offer.productId),
+                    "offerId": .string(offer.offerId), "format": .string(format),
+                ])
         case .redeemHot:
             return redeem(code: f.hotCode ?? "", index: index, f)
         case .redeemOneTime:
@@ -272,23 +271,9 @@ public struct Scenario: Sendable, Equatable {
     private static func redeem(code: String, index: Int, _ f: ScenarioFixture) -> LoadRequest {
         LoadRequest(
             method: "codes.redeem",
-            paramsJSON: JSONText.object([
-                ("code", code), ("customerId", f.syntheticCustomer(index)), ("idempotencyKey", f.idempotencyKey(index)),
-            ]))
-    }
-}
-
-/// Minimal JSON text building for request params (string values only), with correct escaping.
-public enum JSONText {
-    /// `s` as a JSON string literal, quotes included.
-    public static func string(_ s: String) -> String {
-        var bytes: [UInt8] = []
-        JSONSerializer.appendString(s, to: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// An object of string members, in the given order.
-    public static func object(_ members: [(String, String)]) -> String {
-        "{" + members.map { "\(string($0.0)):\(string($0.1))" }.joined(separator: ",") + "}"
+            params: [
+                "code": .string(code), "customerId": .string(f.syntheticCustomer(index)),
+                "idempotencyKey": .string(f.idempotencyKey(index)),
+            ])
     }
 }

@@ -218,7 +218,7 @@ public enum ScenarioSetup {
             var params: [JSONObject] = []
             params.reserveCapacity(requests.count)
             for request in requests {
-                guard case .object(var object) = try? JSONParsing.parse(request.paramsJSON) else { continue }
+                var object = request.params
                 object["tenant"] = .string(slug)
                 params.append(object)
             }

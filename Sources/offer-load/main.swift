@@ -67,6 +67,8 @@ struct Invocation {
     let parsed: ParsedCommand
     let setupOptions: SetupOptions
     let callTimeout: Double
+    /// The formats `sign` alternates between.
+    let signFormats: [String]
 }
 
 func parseInvocation(_ parsed: ParsedCommand) throws -> Invocation {
@@ -104,7 +106,17 @@ func parseInvocation(_ parsed: ParsedCommand) throws -> Invocation {
     if parsed.value("reuse") != nil && (parsed.value("tenant") != nil || parsed.value("preload-tenants") != nil) {
         throw UsageError("--reuse sets nothing up: drop --tenant / --preload-tenants", command: [])
     }
-    return Invocation(scenario: scenario, plan: plan, parsed: parsed, setupOptions: options, callTimeout: timeout)
+    // Checked here, before any setup: a typo must not cost a tenant's worth of admin calls.
+    let signFormats: [String]
+    switch parsed.value("sign-format") ?? "both" {
+    case "both": signFormats = ["v1", "jws"]
+    case "v1": signFormats = ["v1"]
+    case "jws": signFormats = ["jws"]
+    default: throw UsageError("--sign-format takes v1, jws or both", command: [])
+    }
+    return Invocation(
+        scenario: scenario, plan: plan, parsed: parsed, setupOptions: options, callTimeout: timeout,
+        signFormats: signFormats)
 }
 
 func progress(_ quiet: Bool) -> @Sendable (String) -> Void {
@@ -188,12 +200,7 @@ func run(_ inv: Invocation) async throws -> Int32 {
         return ExitStatus.success.rawValue
     }
     var fixture = setup?.fixture ?? ScenarioFixture(runTag: inv.setupOptions.runTag)
-    switch parsed.value("sign-format") ?? "both" {
-    case "both": fixture.signFormats = ["v1", "jws"]
-    case "v1": fixture.signFormats = ["v1"]
-    case "jws": fixture.signFormats = ["jws"]
-    default: throw UsageError("--sign-format takes v1, jws or both", command: [])
-    }
+    fixture.signFormats = inv.signFormats
     let request = try inv.scenario.requests(fixture)
     let redeemCampaigns = inv.scenario.redeems ? campaigns(of: fixture, inv.scenario) : []
     let adminKey = parsed.value("admin-key")

@@ -24,7 +24,7 @@ struct RecordParams: Decodable {
         #expect(seed.customers.count == 10)
         let records = try seed.requests.map { r in
             #expect(r.method == "subscriptions.record")
-            return try decode(RecordParams.self, r.paramsJSON)
+            return try decode(RecordParams.self, r.params)
         }
         // 4 active × 7 + 3 lapsed × 6 + 1 retry × 4; customers 8 and 9 have none.
         #expect(records.count == 4 * 7 + 3 * 6 + 4)

@@ -32,7 +32,7 @@ final class RedeemGatewayDouble: LoadConnection, LoadConnector {
     func connect(address: String) async throws -> any LoadConnection { self }
 
     func call(_ request: LoadRequest) async -> CallOutcome {
-        guard request.method == "codes.redeem", let p = try? decode(RedeemParams.self, request.paramsJSON) else {
+        guard request.method == "codes.redeem", let p = try? decode(RedeemParams.self, request.params) else {
             return .rpcError(code: -32601)
         }
         return db.withLock { d -> CallOutcome in

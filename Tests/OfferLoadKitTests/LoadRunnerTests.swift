@@ -20,7 +20,7 @@ let second: UInt64 = 1_000_000_000
             model: .open(connections: 2, rate: 1_000), stop: .duration(seconds: 3), targets: ["unix:/a", "unix:/b"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: connector).run(plan) { _ in
-                LoadRequest(method: "system.ping", paramsJSON: "{}")
+                LoadRequest(method: "system.ping", params: [:])
             }
         }
         // 3000 requests intended at t0 + i ms; i in 1000..<2000 arrive during the stall and complete at
@@ -64,7 +64,7 @@ let second: UInt64 = 1_000_000_000
             targets: ["unix:/a"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector(connections)).run(plan) { _ in
-                LoadRequest(method: "system.ping", paramsJSON: "{}")
+                LoadRequest(method: "system.ping", params: [:])
             }
         }
         let h = result.latency
@@ -87,7 +87,7 @@ let second: UInt64 = 1_000_000_000
             targets: ["tcp:127.0.0.1:7411"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([connection])).run(plan) { _ in
-                LoadRequest(method: "system.ping", paramsJSON: "{}")
+                LoadRequest(method: "system.ping", params: [:])
             }
         }
         #expect(result.measuredRequests == 20)
@@ -108,7 +108,7 @@ let second: UInt64 = 1_000_000_000
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([connection])).run(plan) { i in
                 seen.add(i)
-                return LoadRequest(method: "system.ping", paramsJSON: "{}")
+                return LoadRequest(method: "system.ping", params: [:])
             }
         }
         #expect(result.warmupRequests == 10)  // intended at 0..9 ms, before the 10 ms warm-up ends
@@ -127,7 +127,7 @@ let second: UInt64 = 1_000_000_000
             model: .closed(connections: 2, depth: 4), stop: .requests(1_000), warmupSeconds: 0.1, targets: ["x"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector(connections)).run(plan) { _ in
-                LoadRequest(method: "system.ping", paramsJSON: "{}")
+                LoadRequest(method: "system.ping", params: [:])
             }
         }
         // 8 workers, 1 ms per request: 100 warm-up requests each in the first 100 ms, then 1000 measured
@@ -147,7 +147,7 @@ let second: UInt64 = 1_000_000_000
         let plan = LoadPlan(model: .closed(connections: 1, depth: 2), stop: .duration(seconds: 0.05), targets: ["x"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([connection])).run(plan) { _ in
-                LoadRequest(method: "system.ping", paramsJSON: "{}")
+                LoadRequest(method: "system.ping", params: [:])
             }
         }
         // Two workers send at 0, 1, …, 49 ms; at 50 ms the duration is over.
@@ -165,7 +165,7 @@ let second: UInt64 = 1_000_000_000
         let plan = LoadPlan(model: .closed(connections: 1, depth: 1), stop: .duration(seconds: 3), targets: ["x"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([connection])).run(plan) { _ in
-                LoadRequest(method: "system.ping", paramsJSON: "{}")
+                LoadRequest(method: "system.ping", params: [:])
             }
         }
         #expect(result.latency.count - result.latency.count(atOrBelow: 1_000) == 1)
@@ -184,7 +184,7 @@ let second: UInt64 = 1_000_000_000
         let plan = LoadPlan(model: .open(connections: 1, rate: 1_000), stop: .requests(30), targets: ["x"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([connection])).run(plan) { i in
-                LoadRequest(method: ["a", "b", "c"][i % 3], paramsJSON: "{}")
+                LoadRequest(method: ["a", "b", "c"][i % 3], params: [:])
             }
         }
         #expect(result.errors == ["-32041": 10, "transport": 10])
@@ -203,7 +203,7 @@ let second: UInt64 = 1_000_000_000
         let plan = LoadPlan(model: .closed(connections: 2, depth: 2), stop: .requests(100), targets: ["x", "y"])
         let result = try await simulate(clock) {
             try await LoadRunner(clock: clock, connector: FakeConnector([healthy, dying])).run(plan) { _ in
-                LoadRequest(method: "system.ping", paramsJSON: "{}")
+                LoadRequest(method: "system.ping", params: [:])
             }
         }
         // The dying connection answers 5 times, then each of its 2 workers gets one transport error and stops;
@@ -221,11 +221,11 @@ let second: UInt64 = 1_000_000_000
         }
         let plan = LoadPlan(model: .closed(connections: 1, depth: 1), stop: .requests(1), targets: ["unix:/nope"])
         await #expect(throws: OfferLoadError.self) {
-            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", paramsJSON: "{}")
+            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", params: [:])
             }
         }
         do {
-            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", paramsJSON: "{}")
+            _ = try await LoadRunner(connector: Refusing()).run(plan) { _ in LoadRequest(method: "m", params: [:])
             }
         } catch let error as OfferLoadError {
             #expect(error.code == .connectFailed)

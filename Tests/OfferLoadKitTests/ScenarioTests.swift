@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 import Testing
 
 @testable import OfferLoadKit
@@ -9,8 +10,8 @@ struct RedeemParams: Decodable, Equatable {
     let idempotencyKey: String
 }
 
-func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
-    try JSONDecoder().decode(T.self, from: Data(json.utf8))
+func decode<T: Decodable>(_ type: T.Type, _ params: JSONObject) throws -> T {
+    try JSONValueDecoder().decode(T.self, from: .object(params))
 }
 
 @Suite struct ScenarioTests {
@@ -80,7 +81,7 @@ func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
         let next = try Scenario(kind: .redeemHot).requests(fixture)
         let requests = (0..<100).map(next)
         #expect(requests.allSatisfy { $0.method == "codes.redeem" })
-        let params = try requests.map { try decode(RedeemParams.self, $0.paramsJSON) }
+        let params = try requests.map { try decode(RedeemParams.self, $0.params) }
         #expect(params.allSatisfy { $0.code == "SPRING \"25\"" })
         #expect(Set(params.map(\.customerId)).count == 100)
         #expect(Set(params.map(\.idempotencyKey)).count == 100)
@@ -90,7 +91,7 @@ func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
     @Test func redeemOneTimeCyclesThroughThePool() throws {
         let fixture = ScenarioFixture(runTag: "t", oneTimeCodes: ["A", "B", "C"], oneTimeCampaignId: "c")
         let next = try Scenario(kind: .redeemOneTime).requests(fixture)
-        let codes = try (0..<6).map { try decode(RedeemParams.self, next($0).paramsJSON).code }
+        let codes = try (0..<6).map { try decode(RedeemParams.self, next($0).params).code }
         #expect(codes == ["A", "B", "C", "A", "B", "C"])
     }
 
@@ -109,18 +110,18 @@ func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
             runTag: "t", customers: ["c1", "c2"], products: ["p1", "p2", "p3"],
             promotionalOffers: [OfferRef(productId: "p1", offerId: "o1")])
         let best = try Scenario(kind: .best).requests(fixture)
-        let pairs = try (0..<6).map { try decode(Best.self, best($0).paramsJSON) }
+        let pairs = try (0..<6).map { try decode(Best.self, best($0).params) }
         #expect(Set(pairs.map { "\($0.customerId)/\($0.productId)" }).count == 6)  // every pair once
         #expect(best(0).method == "offers.best")
         let sign = try Scenario(kind: .sign).requests(fixture)
         #expect(
-            try decode(Sign.self, sign(0).paramsJSON)
+            try decode(Sign.self, sign(0).params)
                 == Sign(
                     customerId: "c1", productId: "p1", offerId: "o1",
                     format: "v1"))
-        #expect(try decode(Sign.self, sign(1).paramsJSON).format == "jws")
+        #expect(try decode(Sign.self, sign(1).params).format == "jws")
         let ping = try Scenario(kind: .ping).requests(ScenarioFixture(runTag: "t"))
-        #expect(ping(3) == LoadRequest(method: "system.ping", paramsJSON: "{}"))
+        #expect(ping(3) == LoadRequest(method: "system.ping", params: [:]))
     }
 
     @Test func mixedFollowsTheCycle() throws {
@@ -145,8 +146,8 @@ func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
         }
     }
 
-    @Test func jsonStringsAreEscaped() throws {
-        let text = JSONText.object([("k\"", "a\\b\n\u{1}é\t")])
+    @Test func paramsGoOutEscaped() throws {
+        let text = String(decoding: JSONSerializer.serialize(.object(["k\"": "a\\b\n\u{1}é\t"])), as: UTF8.self)
         #expect(text == #"{"k\"":"a\\b\n\u0001é\t"}"#)
         let decoded = try JSONDecoder().decode([String: String].self, from: Data(text.utf8))
         #expect(decoded == ["k\"": "a\\b\n\u{1}é\t"])
