@@ -114,8 +114,11 @@ public final class Gateway: RPCHandler {
             } catch let error as RPCError {
                 outcome = .failure(error)
             } catch let error as StoreError {
+                // Logged as a failure only when it is the gateway's or the database's, like GatewayErrors above:
+                // a conflict or a miss is the client's doing.
                 let mapped = GatewayError(error)
-                logDetail = "\(error)"
+                if case .internal = mapped { logDetail = "\(error)" }
+                if case .unavailable = mapped { logDetail = "\(error)" }
                 outcome = .failure(mapped.rpcError)
             } catch {
                 logDetail = "unexpected: \(error)"

@@ -69,9 +69,7 @@ enum CampaignMethods {
             guard catalog.offer(offerId) != nil else {
                 throw GatewayError.notFound("no offer '\(TenantDirectory.printable(offerId))'", reason: "unknown_offer")
             }
-            let record = try await clientFacing {
-                try await ctx.gateway.database.campaigns.create(tenant: tenant.id, campaign)
-            }
+            let record = try await ctx.gateway.database.campaigns.create(tenant: tenant.id, campaign)
             ctx.gateway.logger.info("campaign created", ["tenant": tenant.slug, "campaign": campaignId])
             var object = json(record, at: ctx.gateway.now())
             object["warnings"] = .array(campaign.appleCapWarnings(createdAt: record.createdAt).map { .string($0) })
@@ -99,20 +97,18 @@ enum CampaignMethods {
             let count = params.count
             let rpc = ctx.rpc
             let notify = count >= progressThreshold
-            let generated = try await clientFacing {
-                try await ctx.gateway.database.campaigns.generateCodes(
-                    tenant: tenant.id, campaignId: campaignId, count: count,
-                    makeCodes: { n in
-                        var random = SecureRandomGenerator()
-                        return generator.generateNormalized(count: n, using: &random)
-                    },
-                    progress: { made in
-                        guard notify else { return }
-                        rpc.notify(
-                            method: "campaigns.generateCodes.progress",
-                            params: ["campaignId": .string(campaignId), "generated": .int(made), "count": .int(count)])
-                    })
-            }
+            let generated = try await ctx.gateway.database.campaigns.generateCodes(
+                tenant: tenant.id, campaignId: campaignId, count: count,
+                makeCodes: { n in
+                    var random = SecureRandomGenerator()
+                    return generator.generateNormalized(count: n, using: &random)
+                },
+                progress: { made in
+                    guard notify else { return }
+                    rpc.notify(
+                        method: "campaigns.generateCodes.progress",
+                        params: ["campaignId": .string(campaignId), "generated": .int(made), "count": .int(count)])
+                })
             ctx.gateway.logger.info(
                 "codes generated", ["tenant": tenant.slug, "campaign": campaignId, "count": String(generated)])
             return ["campaignId": .string(campaignId), "generated": .int(generated)]
@@ -198,19 +194,6 @@ enum CampaignMethods {
             return .object(json(record, at: max(now, record.campaign.deactivatedAt ?? now)))
         },
     ]
-
-    /// Runs a store call whose conflicts and misses are the client's doing, so they become API errors here (and
-    /// are not logged as failures of the gateway).
-    static func clientFacing<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as StoreError {
-            switch error {
-            case .conflict, .notFound: throw GatewayError(error)
-            default: throw error
-            }
-        }
-    }
 
     static func unknownCampaign(_ id: String) -> GatewayError {
         .notFound("no campaign '\(TenantDirectory.printable(id))'", reason: "unknown_campaign")

@@ -117,10 +117,8 @@ enum CodeMethods {
             if let reason = params.reason {
                 _ = try Validate.identifier(reason, param: "params.reason", maxBytes: 500)
             }
-            let already = try await CampaignMethods.clientFacing {
-                try await ctx.gateway.database.campaigns.rollback(
-                    tenant: tenant.id, redemptionId: id, reason: params.reason)
-            }
+            let already = try await ctx.gateway.database.campaigns.rollback(
+                tenant: tenant.id, redemptionId: id, reason: params.reason)
             return ["redemptionId": .string(text), "rolledBack": true, "alreadyRolledBack": .bool(already)]
         },
     ]
