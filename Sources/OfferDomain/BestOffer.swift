@@ -184,10 +184,18 @@ public enum BestOffer {
     /// The total order: eligible first, then type priority, then larger saving (eligible only), then offer id.
     static func isOrderedBefore(_ lhs: ConsideredOffer, _ rhs: ConsideredOffer) -> Bool {
         if lhs.verdict.eligible != rhs.verdict.eligible { return lhs.verdict.eligible }
-        if lhs.offer.type.bestOfferPriority != rhs.offer.type.bestOfferPriority {
-            return lhs.offer.type.bestOfferPriority > rhs.offer.type.bestOfferPriority
+        let compareSavings = lhs.verdict.eligible
+        return isOrderedBefore(
+            lhs.offer, compareSavings ? lhs.saving : nil, rhs.offer, compareSavings ? rhs.saving : nil)
+    }
+
+    /// The order among offers of equal eligibility: type priority, then the larger saving (when savings are
+    /// given: eligible offers only), then offer id. ``RankedCatalog`` ranks eligible offers with it.
+    static func isOrderedBefore(_ lhs: Offer, _ lhsSaving: Saving?, _ rhs: Offer, _ rhsSaving: Saving?) -> Bool {
+        if lhs.type.bestOfferPriority != rhs.type.bestOfferPriority {
+            return lhs.type.bestOfferPriority > rhs.type.bestOfferPriority
         }
-        if lhs.verdict.eligible && lhs.saving != rhs.saving { return lhs.saving > rhs.saving }
-        return lhs.offer.id.utf8.lexicographicallyPrecedes(rhs.offer.id.utf8)
+        if let lhsSaving, let rhsSaving, lhsSaving != rhsSaving { return lhsSaving > rhsSaving }
+        return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
     }
 }

@@ -45,7 +45,7 @@ public struct RankedCatalog: Sendable {
             saving.map { (position, $0) }
         }
         func before(_ lhs: (position: Int, saving: Saving), _ rhs: (position: Int, saving: Saving)) -> Bool {
-            RankedCatalog.isEligibleOrderedBefore(offers[lhs.position], lhs.saving, offers[rhs.position], rhs.saving)
+            BestOffer.isOrderedBefore(offers[lhs.position], lhs.saving, offers[rhs.position], rhs.saving)
         }
         let sorted = known.sorted(by: before)
         var ranks = [Int?](repeating: nil, count: offers.count)
@@ -57,15 +57,6 @@ public struct RankedCatalog: Sendable {
             ranks[entry.position] = rank
         }
         self.ranks = ranks
-    }
-
-    /// The order ``BestOffer/isOrderedBefore(_:_:)`` applies to two eligible offers.
-    static func isEligibleOrderedBefore(_ lhs: Offer, _ lhsSaving: Saving, _ rhs: Offer, _ rhsSaving: Saving) -> Bool {
-        if lhs.type.bestOfferPriority != rhs.type.bestOfferPriority {
-            return lhs.type.bestOfferPriority > rhs.type.bestOfferPriority
-        }
-        if lhsSaving != rhsSaving { return lhsSaving > rhsSaving }
-        return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
     }
 
     /// Offer positions of a product, in catalog order.

@@ -25,6 +25,9 @@ public struct RPCLoadConnector: LoadConnector {
                 // The key itself never appears in the message.
                 throw OfferLoadError(
                     .connectFailed, context: address, "session.authenticate failed: \(error.code) \(error.message)")
+            } catch {
+                client.close()
+                throw error
             }
         }
         return RPCLoadConnection(client: client, timeout: callTimeout)
