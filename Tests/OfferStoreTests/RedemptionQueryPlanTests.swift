@@ -12,9 +12,7 @@ import Testing
 struct RedemptionQueryPlanTests {
     @Test("every batch lookup is an index lookup per item in its generic plan")
     func lookupsUseThePerItemIndexCondition() async throws {
-        try await TestDatabase.with { configuration in
-            let database = OfferDatabase(pool: PostgresPool(configuration: configuration, maxConnections: 1))
-            try await database.migrate()
+        try await RepositoryTests.withStore(maxConnections: 1) { database in
             let tenant = UUID()
             let lookups = CampaignRepository.batchLookups(
                 tenant: tenant, campaignId: "hot", customers: ["c1", "c2"], oneTimeCodes: ["CODE1"], keys: ["k1"])
@@ -66,7 +64,6 @@ struct RedemptionQueryPlanTests {
                 }
                 return plans
             }
-            await database.pool.close()
             for (plan, condition) in zip(plans, expected) {
                 #expect(plan.contains("Index Cond:") && plan.contains(condition), "plan:\n\(plan)")
                 #expect(!plan.contains("ANY"), "plan:\n\(plan)")

@@ -8,9 +8,10 @@ import Testing
 /// The repositories against a real PostgreSQL: conflicts, not-found, idempotence and tenant scoping.
 @Suite("OfferStore repositories")
 struct RepositoryTests {
-    static func withStore(_ body: (OfferDatabase) async throws -> Void) async throws {
+    static func withStore(maxConnections: Int = 4, _ body: (OfferDatabase) async throws -> Void) async throws {
         try await TestDatabase.with { configuration in
-            let database = OfferDatabase(pool: PostgresPool(configuration: configuration, maxConnections: 4))
+            let database = OfferDatabase(
+                pool: PostgresPool(configuration: configuration, maxConnections: maxConnections))
             try await database.migrate()
             do {
                 try await body(database)
