@@ -202,9 +202,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     let service = try GatewayService(
         database: database, sealer: KeySealer(keyring: keyring), options: options, rpc: rpc, logger: logger)
     let bound = try await service.start(listen: addresses)
-    if !keyring.previous.isEmpty {
-        Task { try? await service.resealSigningKeys() }
-    }
+    // Signing keys still sealed under a previous master key are re-sealed by the service as part of its lifetime.
     logger.info(
         "offergate started",
         ["version": OfferGateVersion.current, "listen": bound.map { "\($0)" }.joined(separator: " "),

@@ -13,6 +13,16 @@ public final class GatewayService: Sendable {
     let database: OfferDatabase
     let logger: Logger
     private let listener = Mutex<PostgresListener?>(nil)
+    /// The long-running parts besides the server, each one `run()`: started by `start`, stopped in order by
+    /// `shutdown` (after the server, so every request answered had its writes committed).
+    private let parts = Mutex<[Part: Task<Void, Never>]>([:])
+
+    private enum Part: Hashable {
+        /// The issued-signature ledger's group commit (`LedgerWriter.run`).
+        case ledger
+        /// Re-sealing signing keys under the current master key, when older ones are configured.
+        case resealing
+    }
 
     /// The notification channel catalog and key changes are announced on (see migrations/0001_initial.sql).
     public static let catalogChannel = "offergate_catalog"
@@ -58,12 +68,34 @@ public final class GatewayService: Sendable {
                 }
             }
         }
+        startParts()
         _ = ProcessLimits.raiseOpenFileLimit()
         var bound: [ListenAddress] = []
         for address in addresses {
             bound.append(try server.listen(address))
         }
         return bound
+    }
+
+    private func startParts() {
+        let ledger = gateway.services.offers.ledger
+        let resealing = !gateway.sealer.keyring.previous.isEmpty
+        let logger = logger
+        parts.withLock { parts in
+            guard parts.isEmpty else { return }
+            parts[.ledger] = Task { await ledger.run() }
+            if resealing {
+                parts[.resealing] = Task {
+                    do {
+                        try await self.resealSigningKeys()
+                    } catch is CancellationError {
+                        logger.info("re-sealing signing keys stopped by shutdown; the next start goes on")
+                    } catch {
+                        logger.error("re-sealing signing keys failed; the next start retries", ["error": "\(error)"])
+                    }
+                }
+            }
+        }
     }
 
     /// Re-seals every signing key still sealed under an older master key (after `OFFERGATE_MASTER_KEY` was rotated
@@ -75,6 +107,7 @@ public final class GatewayService: Sendable {
         let current = sealer.keyring.current.idHex
         var moved = 0
         for record in try await database.signingKeys.sealedUnder(otherThan: current) {
+            try Task.checkCancellation()
             let tenant = record.tenantId.uuidString.lowercased()
             let sealed = try SealedKey(bytes: record.sealedPrivateKey)
             let resealed = try sealer.reseal(sealed, tenant: tenant, keyId: record.keyId)
@@ -103,6 +136,14 @@ public final class GatewayService: Sendable {
     /// the database pool.
     public func shutdown(gracePeriod: Duration) async {
         await server.shutdown(gracePeriod: gracePeriod)
+        let running = parts.withLock { parts in
+            defer { parts.removeAll() }
+            return parts
+        }
+        running[.resealing]?.cancel()
+        await running[.resealing]?.value
+        gateway.services.offers.ledger.finish()
+        await running[.ledger]?.value
         listener.withLock { $0?.stop() }
         await database.pool.close()
     }
