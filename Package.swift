@@ -16,6 +16,8 @@ let package = Package(
     targets: [
         // MARK: Pure core (no IO, imports only Foundation)
         .target(name: "OfferDomain"),
+        // Leaf utility with no dependencies: the latency histogram the gateway's stats and the load harness share.
+        .target(name: "Metrics"),
 
         // MARK: C system libraries
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -31,9 +33,9 @@ let package = Package(
         // MARK: Application
         .target(
             name: "OfferGateway",
-            dependencies: ["OfferDomain", "OfferCrypto", "Postgres", "OfferStore", "JSONRPC"]
+            dependencies: ["OfferDomain", "OfferCrypto", "Postgres", "OfferStore", "JSONRPC", "Metrics"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres"]),
+        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres", "Metrics"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
@@ -60,8 +62,10 @@ let package = Package(
                 "OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres", "OfferTestSupport",
             ]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(
-            name: "OfferLoadKitTests", dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport"]),
+            name: "OfferLoadKitTests",
+            dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport", "Metrics"]),
         // Runs the built offerctl against a real gateway (black-box, like an operator would).
         .testTarget(name: "OfferCtlTests", dependencies: ["JSONRPC", "Postgres", "OfferTestSupport"]),
     ],
