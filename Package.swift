@@ -2,7 +2,8 @@
 // OfferGate: a self-hosted, multi-tenant gateway for App Store subscription offers.
 //
 // Dependencies point inward: executables wire adapters together; adapters depend on the pure
-// `OfferDomain`; `OfferDomain` depends on nothing of ours. No outside packages (none can be fetched here).
+// `OfferDomain`; `OfferDomain` depends on nothing of ours but the leaf `CivilTime` (pure arithmetic, no IO, no
+// dependencies). No outside packages (none can be fetched here).
 import PackageDescription
 
 let package = Package(
@@ -14,8 +15,11 @@ let package = Package(
         .executable(name: "offer-load", targets: ["offer-load"]),
     ],
     targets: [
-        // MARK: Pure core (no IO, imports only Foundation)
-        .target(name: "OfferDomain"),
+        // MARK: Leaf utilities (no dependencies, not even Foundation; no IO): one copy each, for every layer
+        .target(name: "CivilTime"),
+
+        // MARK: Pure core (no IO; imports only Foundation and the leaf CivilTime)
+        .target(name: "OfferDomain", dependencies: ["CivilTime"]),
 
         // MARK: C system libraries
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -23,9 +27,9 @@ let package = Package(
 
         // MARK: Adapters
         .target(name: "OfferCrypto", dependencies: ["CCrypto"]),
-        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime"]),
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
-        .target(name: "JSONRPC"),
+        .target(name: "JSONRPC", dependencies: ["CivilTime"]),
         .target(name: "CLIKit"),
 
         // MARK: Application
@@ -48,6 +52,7 @@ let package = Package(
         // Test-only support (fresh databases, restartable PostgreSQL clusters, spawning built binaries): used by the
         // test targets only, never by a shipped executable.
         .target(name: "OfferTestSupport", dependencies: ["Postgres"]),
+        .testTarget(name: "CivilTimeTests", dependencies: ["CivilTime"]),
         .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "OfferTestSupport"]),
