@@ -17,6 +17,7 @@ let package = Package(
     targets: [
         // MARK: Leaf utilities (no dependencies, not even Foundation; no IO): one copy each, for every layer
         .target(name: "CivilTime"),
+        .target(name: "ByteCoding"),
 
         // MARK: Pure core (no IO; imports only Foundation and the leaf CivilTime)
         .target(name: "OfferDomain", dependencies: ["CivilTime"]),
@@ -26,10 +27,10 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // MARK: Adapters
-        .target(name: "OfferCrypto", dependencies: ["CCrypto"]),
-        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime"]),
+        .target(name: "OfferCrypto", dependencies: ["CCrypto", "ByteCoding"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime", "ByteCoding"]),
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
-        .target(name: "JSONRPC", dependencies: ["CivilTime"]),
+        .target(name: "JSONRPC", dependencies: ["CivilTime", "ByteCoding"]),
         .target(name: "CLIKit"),
 
         // MARK: Application
@@ -53,6 +54,7 @@ let package = Package(
         // test targets only, never by a shipped executable.
         .target(name: "OfferTestSupport", dependencies: ["Postgres"]),
         .testTarget(name: "CivilTimeTests", dependencies: ["CivilTime"]),
+        .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
         .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "OfferTestSupport"]),
