@@ -3,12 +3,12 @@
 //
 // Dependencies point inward: executables wire adapters together; adapters depend on the pure
 // `OfferDomain`; `OfferDomain` depends on nothing of ours but the leaf `CivilTime` (pure arithmetic, no IO, no
-// dependencies). No outside packages (none can be fetched here).
+// dependencies). No outside packages (none can be fetched here). Linux only (libpq, epoll): no `platforms:` entry,
+// since SwiftPM's platform list can only name Apple platforms, and naming one would promise a build that fails.
 import PackageDescription
 
 let package = Package(
     name: "OfferGate",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "offergate", targets: ["offergate"]),
         .executable(name: "offerctl", targets: ["offerctl"]),
