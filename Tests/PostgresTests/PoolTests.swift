@@ -16,7 +16,7 @@ actor Gate {
 
     func release() {
         open = true
-        waiting.forEach { $0.resume() }
+        for continuation in waiting { continuation.resume() }
         waiting.removeAll()
     }
 }
