@@ -19,12 +19,20 @@ struct EmbeddedMigrationsTests {
         #expect(embedded.map(\.version) == files.map(\.version))
         #expect(embedded.map(\.name) == files.map(\.name))
         for (embedded, file) in zip(embedded, files) {
-            // ops/gen-migrations embeds each file's text without its trailing newlines (a Swift raw string
-            // literal cannot end in one); every other byte is the file's.
+            // ops/gen-migrations embeds each file's text without its trailing newlines (it strips them before the
+            // literal's closing delimiter); every other byte is the file's.
             var text = Array(file.sql.utf8)
             while text.last == UInt8(ascii: "\n") { text.removeLast() }
-            #expect(Array(embedded.sql.utf8) == text, "migration \(file.version)_\(file.name) differs from its file")
+            let bytes = Array(embedded.sql.utf8)
+            // Bytes, not String ==, which would equate canonically equivalent Unicode spellings.
+            let common = min(bytes.count, text.count)
+            let firstDifference = (0..<common).first { bytes[$0] != text[$0] } ?? common
+            #expect(
+                bytes == text,
+                """
+                migration \(file.version)_\(file.name): embedded \(bytes.count) bytes, file \(text.count) bytes, first \
+                difference at byte \(firstDifference); run ops/gen-migrations
+                """)
         }
     }
-
 }
