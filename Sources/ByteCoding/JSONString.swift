@@ -36,3 +36,28 @@ public enum JSONString {
         out.append(UInt8(ascii: "\""))
     }
 }
+
+/// Decimal integers as ASCII digits, written without an intermediate `String` (JSON numbers, the V1 payload's
+/// timestamp).
+public enum DecimalInteger {
+    /// Appends the decimal digits of `value` (with a leading `-` when negative) to `out`.
+    @inlinable
+    public static func append(_ value: Int64, to out: inout [UInt8]) {
+        if value >= 0 && value < 10 {
+            out.append(UInt8(truncatingIfNeeded: value) + 0x30)
+            return
+        }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
+        withUnsafeMutableBytes(of: &digits) { scratch in
+            var position = scratch.count
+            while magnitude > 0 {
+                position -= 1
+                scratch[position] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
+                magnitude /= 10
+            }
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            out.append(contentsOf: scratch[position...])
+        }
+    }
+}

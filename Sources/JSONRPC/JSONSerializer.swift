@@ -65,23 +65,9 @@ public enum JSONSerializer {
         out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    static func appendInt(_ value: Int64, to out: inout [UInt8]) {
-        if value >= 0 && value < 10 {
-            out.append(UInt8(truncatingIfNeeded: value) + 0x30)
-            return
-        }
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            var position = scratch.count
-            while magnitude > 0 {
-                position -= 1
-                scratch[position] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
-                magnitude /= 10
-            }
-            if value < 0 { out.append(UInt8(ascii: "-")) }
-            out.append(contentsOf: scratch[position...])
-        }
+    /// The decimal digits of `value` (`ByteCoding.DecimalInteger`, shared with the JWS writer).
+    @inline(__always) static func appendInt(_ value: Int64, to out: inout [UInt8]) {
+        DecimalInteger.append(value, to: &out)
     }
 
     /// Appends a quoted, escaped JSON string (`ByteCoding.JSONString`, the one escaping shared with the JWS writer).

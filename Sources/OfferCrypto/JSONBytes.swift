@@ -41,20 +41,10 @@ struct JSONObjectWriter {
         return bytes
     }
 
-    /// Decimal digits of `number` without an intermediate `String`.
+    /// Decimal digits of `number` without an intermediate `String` (`ByteCoding.DecimalInteger`, shared with the
+    /// JSON-RPC serializer).
     static func appendInteger(_ number: Int64, to out: inout [UInt8]) {
-        if number < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = number.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch: enough for 20 digits
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            var index = scratch.count
-            repeat {
-                index -= 1
-                scratch[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[index...]))
-        }
+        DecimalInteger.append(number, to: &out)
     }
 
     /// A quoted JSON string (`ByteCoding.JSONString`, the one escaping shared with the JSON-RPC serializer).

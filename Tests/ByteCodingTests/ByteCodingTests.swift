@@ -61,3 +61,15 @@ struct JSONStringTests {
         }
     }
 }
+
+@Suite("Decimal integers")
+struct DecimalIntegerTests {
+    @Test(
+        "written exactly, as String(_:) writes them",
+        arguments: [0, 7, 9, 10, -1, -7, -10, 1_698_148_900_123, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1])
+    func digits(_ value: Int64) {
+        var out: [UInt8] = Array("x".utf8)
+        DecimalInteger.append(value, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x" + String(value))
+    }
+}
