@@ -69,17 +69,18 @@ struct DatabaseChoice {
     let embedded: EmbeddedPostgres?
     let startedEmbedded: Bool
 
-    static func resolve(_ command: ParsedCommand) throws -> DatabaseChoice {
-        if let url = command.value("database-url") {
+    static func resolve(_ database: StartupPlan.Database) throws -> DatabaseChoice {
+        switch database {
+        case .external(let url):
             return DatabaseChoice(url: url, embedded: nil, startedEmbedded: false)
-        }
-        let base = command.value("data-dir").map { URL(fileURLWithPath: $0) } ?? EmbeddedPostgres.defaultBaseDirectory()
-        do {
-            let cluster = try EmbeddedPostgres(baseDirectory: base)
-            let started = try cluster.start()
-            return DatabaseChoice(url: cluster.connectionString, embedded: cluster, startedEmbedded: started)
-        } catch {
-            throw Failure("embedded PostgreSQL: \(error)")
+        case .embedded(let base):
+            do {
+                let cluster = try EmbeddedPostgres(baseDirectory: base)
+                let started = try cluster.start()
+                return DatabaseChoice(url: cluster.connectionString, embedded: cluster, startedEmbedded: started)
+            } catch {
+                throw Failure("embedded PostgreSQL: \(error)")
+            }
         }
     }
 
@@ -93,23 +94,11 @@ struct DatabaseChoice {
     }
 }
 
-/// Reads a secret from a file, or in embedded mode creates one (0600) on first use.
-func secretFile(_ path: String, create: Bool) throws -> String? {
-    if let data = FileManager.default.contents(atPath: path) {
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { throw Failure("\(path) is empty") }
-        return text
-    }
-    guard create else { throw Failure("cannot read \(path)") }
-    let key = "og_admin_" + Base64URL.encode(try SecureRandom.bytes(count: 32))
-    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-    guard fd >= 0 else { throw Failure("cannot create \(path): \(String(cString: strerror(errno)))") }
-    defer { close(fd) }
-    let line = Array((key + "\n").utf8)
-    guard line.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == line.count else {
-        throw Failure("cannot write \(path)")
-    }
-    return key
+/// The start-up arguments `StartupPlan` decides from (each option already resolved against its environment variable).
+func startupArguments(_ command: ParsedCommand) -> StartupPlan.Arguments {
+    StartupPlan.Arguments(
+        databaseURL: command.value("database-url"), dataDirectory: command.value("data-dir"),
+        masterKeyFile: command.value("master-key-file"), adminKeyFile: command.value("admin-key-file"))
 }
 
 func makeLogger(_ command: ParsedCommand) throws -> Logger {
@@ -121,7 +110,9 @@ func makeLogger(_ command: ParsedCommand) throws -> Logger {
 
 func runMigrate(_ command: ParsedCommand) async throws -> Int32 {
     let logger = Logger(level: .info, metadata: ["service": "offergate"])
-    let choice = try DatabaseChoice.resolve(command)
+    let plan = StartupPlan.Database.decide(
+        startupArguments(command), defaultDataDirectory: EmbeddedPostgres.defaultBaseDirectory())
+    let choice = try DatabaseChoice.resolve(plan)
     defer { choice.stop(logger) }
     let database = try OfferDatabase.connect(url: choice.url, maxConnections: 2)
     let applied = try await database.migrate()
@@ -157,42 +148,16 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     options.logRequests = !command.flag("quiet-requests")
     let logger = try makeLogger(command)
 
-    let choice = try DatabaseChoice.resolve(command)
-    defer { choice.stop(logger) }
-    let base = choice.embedded?.baseDirectory
-
-    // Keys: environment first, then files; embedded mode creates them beside its data.
+    // Which database, and where the keys come from: decided by StartupPlan, performed here.
     let environment = ProcessInfo.processInfo.environment
-    var masterKeyFile = command.value("master-key-file")
-    if masterKeyFile == nil && (environment[MasterKey.environmentVariable] ?? "").isEmpty {
-        // No key given: keep one beside the (embedded or default) data directory. With an external database this
-        // only suits a single host, so say so: every gateway sharing a database must share the master key.
-        let directory = base ?? EmbeddedPostgres.defaultBaseDirectory()
-        masterKeyFile = directory.appendingPathComponent("master.key").path
-        if base == nil {
-            logger.warning(
-                "no OFFERGATE_MASTER_KEY: sealing signing keys with the key file \(masterKeyFile ?? ""); "
-                    + "set OFFERGATE_MASTER_KEY in production (all gateways sharing a database need the same key)")
-        }
-    }
-    if let masterKeyFile {
-        try FileManager.default.createDirectory(
-            at: URL(fileURLWithPath: masterKeyFile).deletingLastPathComponent(), withIntermediateDirectories: true)
-    }
-    guard let keyring = try MasterKeyring.load(environment: environment, keyFile: masterKeyFile) else {
-        throw Failure("no master key: set OFFERGATE_MASTER_KEY (32 random bytes, base64) or pass --master-key-file")
-    }
-    if let adminKey = environment["OFFERGATE_ADMIN_KEY"], !adminKey.isEmpty {
-        options.adminKey = adminKey
-    } else if let file = command.value("admin-key-file") {
-        options.adminKey = try secretFile(file, create: false)
-    } else if let base {
-        let file = base.appendingPathComponent("admin.key").path
-        options.adminKey = try secretFile(file, create: true)
-        logger.info("admin key (embedded mode) is in \(file)")
-    } else {
-        logger.warning("no OFFERGATE_ADMIN_KEY: admin methods are unavailable")
-    }
+    let plan = StartupPlan(
+        arguments: startupArguments(command), environment: environment,
+        defaultDataDirectory: EmbeddedPostgres.defaultBaseDirectory())
+    let choice = try DatabaseChoice.resolve(plan.database)
+    defer { choice.stop(logger) }
+    let keys = try plan.loadKeys(environment: environment, logger: logger)
+    let keyring = keys.keyring
+    options.adminKey = keys.adminKey
 
     let database = try OfferDatabase.connect(url: choice.url, maxConnections: poolSize)
     if !command.flag("no-migrate") {
