@@ -294,10 +294,10 @@ extension PostgresConnection {
     func runTransaction<T: Sendable>(
         isolation: PostgresIsolationLevel, _ body: @Sendable (PostgresTransaction) async throws -> T
     ) async throws -> T {
-        try query(.unsafeRaw("BEGIN ISOLATION LEVEL \(isolation.rawValue)"))
+        try runQuery(.unsafeRaw("BEGIN ISOLATION LEVEL \(isolation.rawValue)"))
         do {
             let value = try await body(PostgresTransaction(connection: self))
-            let commit = try query("COMMIT")
+            let commit = try runQuery("COMMIT")
             guard commit.commandTag == "COMMIT" else {
                 throw PostgresError(
                     kind: .transactionAborted,
@@ -313,7 +313,7 @@ extension PostgresConnection {
     /// `ROLLBACK` if a transaction is open (errors ignored: a broken connection is discarded by the pool).
     func rollbackIfInTransaction() {
         guard isConnected, !isIdleOutsideTransaction else { return }
-        _ = try? simpleQuery(unsafeSQL: "ROLLBACK")
+        _ = try? runSimpleQuery(unsafeSQL: "ROLLBACK")
     }
 
     /// Reconnects in place (same actor, fresh handle, empty statement cache) when the idle connection died.
@@ -322,7 +322,7 @@ extension PostgresConnection {
     }
 
     /// `ensureAlive` + query + reuse check in one hop onto the connection's queue.
-    func pooledQuery(_ q: PostgresQuery, prepared: Bool) -> (
+    func pooledQuery(_ q: PostgresQuery, prepared: Bool) async -> (
         result: Result<PostgresRows, PostgresError>, reusable: Bool
     ) {
         do {
@@ -330,7 +330,12 @@ extension PostgresConnection {
         } catch {
             return (.failure(Self.asPostgresError(error)), false)
         }
-        let result = Result { try query(q, prepared: prepared) }.mapError { Self.asPostgresError($0) }
+        let result: Result<PostgresRows, PostgresError>
+        do {
+            result = .success(try await cancellable { try runQuery(q, prepared: prepared) })
+        } catch {
+            result = .failure(Self.asPostgresError(error))
+        }
         return (result, prepareForReuse())
     }
 }
