@@ -31,7 +31,7 @@ let package = Package(
         // MARK: Application
         .target(
             name: "OfferGateway",
-            dependencies: ["OfferDomain", "OfferCrypto", "Postgres", "OfferStore", "JSONRPC"]
+            dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC"]
         ),
         .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres"]),
 

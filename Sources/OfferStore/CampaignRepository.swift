@@ -110,7 +110,7 @@ public struct CampaignStats: Sendable, Hashable {
 public struct CampaignRepository: Sendable {
     let pool: PostgresPool
 
-    public init(pool: PostgresPool) {
+    init(pool: PostgresPool) {
         self.pool = pool
     }
 

@@ -14,7 +14,7 @@ enum SystemMethods {
             ]
         },
         MethodSpec(name: "system.stats", access: .admin) { ctx in
-            let pool = ctx.gateway.database.pool.stats()
+            let pool = ctx.gateway.database.stats()
             var stats = ctx.gateway.stats.json.objectValue ?? [:]
             stats["pool"] = [
                 "open": .int(pool.open), "idle": .int(pool.idle), "inUse": .int(pool.inUse),
