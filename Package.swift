@@ -33,7 +33,7 @@ let package = Package(
             name: "OfferGateway",
             dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres"]),
+        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
