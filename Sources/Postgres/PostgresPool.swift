@@ -266,13 +266,26 @@ public struct PostgresTransaction: Sendable {
 func retryingSerializationFailures<T: Sendable>(
     isolation: isolated (any Actor)? = #isolation, maxAttempts: Int, _ attempt: () async throws -> T
 ) async throws -> T {
-    var attempts = 0
-    while true {
-        attempts += 1
-        do {
-            return try await attempt()
-        } catch let error as PostgresError where error.isSerializationFailure && attempts < maxAttempts {
-            try await Task.sleep(for: .milliseconds(Int.random(in: 1...10) * attempts))
+    try await PostgresPool.retrying(maxAttempts: maxAttempts, when: \.isSerializationFailure, attempt)
+}
+
+extension PostgresPool {
+    /// The retry loop of `withTransaction`, for work that runs its own transaction (e.g. one pipelined with its
+    /// reads): runs `attempt` until it succeeds, throws an error that is not a `PostgresError` accepted by
+    /// `shouldRetry` (default: serialization failure or deadlock), or `maxAttempts` ran; sleeps a small jittered
+    /// backoff (1-10 ms times the attempt number) in between. `attempt` must be safe to run more than once.
+    public static func retrying<T: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, maxAttempts: Int = 5,
+        when shouldRetry: (PostgresError) -> Bool = \.isSerializationFailure, _ attempt: () async throws -> T
+    ) async throws -> T {
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                return try await attempt()
+            } catch let error as PostgresError where shouldRetry(error) && attempts < maxAttempts {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...10) * attempts))
+            }
         }
     }
 }
