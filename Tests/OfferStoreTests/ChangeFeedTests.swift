@@ -36,7 +36,8 @@ struct ChangeBufferTests {
         for _ in 0..<10 { buffer.push(.catalogOrSigningKeys(tenant: Self.a)) }
         buffer.push(.customer(tenant: Self.a, customerId: "c1"))
         #expect(buffer.overflows == 0)
-        #expect(Self.drain(&buffer) == [.catalogOrSigningKeys(tenant: Self.a), .customer(tenant: Self.a, customerId: "c1")])
+        #expect(
+            Self.drain(&buffer) == [.catalogOrSigningKeys(tenant: Self.a), .customer(tenant: Self.a, customerId: "c1")])
         // Once delivered, the same change queues again.
         buffer.push(.catalogOrSigningKeys(tenant: Self.a))
         #expect(Self.drain(&buffer) == [.catalogOrSigningKeys(tenant: Self.a)])
@@ -126,7 +127,8 @@ struct ChangeFeedTests {
             // Nobody consumes while ten distinct changes arrive: the buffer of four overflows.
             try await database.pool.query(
                 """
-                SELECT pg_notify('offergate_customer', \(tenant.id.uuidString) || ':c' || n) FROM generate_series(1, 10) n
+                SELECT pg_notify('offergate_customer', \(tenant.id.uuidString) || ':c' || n)
+                FROM generate_series(1, 10) n
                 """)
             #expect(await eventually { feed.overflows == 1 })
             #expect(await changes.next() == .mayHaveMissedChanges(.overflow))
