@@ -265,7 +265,7 @@ public final class ChangeFeed: Sendable {
 
         public func makeAsyncIterator() -> Iterator { Iterator(feed: feed) }
 
-        public struct Iterator: AsyncIteratorProtocol {
+        public struct Iterator: AsyncIteratorProtocol, Sendable {
             let feed: ChangeFeed
 
             /// The next change; nil once the feed stopped or the consuming task was cancelled.

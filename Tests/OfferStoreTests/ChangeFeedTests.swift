@@ -113,8 +113,8 @@ struct ChangeFeedTests {
             let feed = ChangeFeed(database: database, bufferSize: 4)
             let running = Task { try await feed.run() }
             try await feed.waitUntilListening()
-            var changes = feed.changes.makeAsyncIterator()
-            #expect(await changes.next() == .mayHaveMissedChanges(.started))
+            let changes = feed.changes.makeAsyncIterator()
+            #expect(await nextChange(changes) == .mayHaveMissedChanges(.started))
 
             let tenant = try await database.tenants.create(
                 slug: "feed", bundleId: "com.example.feed", name: nil, apiKey: RepositoryTests.key("ffffffffffff"))
@@ -122,7 +122,7 @@ struct ChangeFeedTests {
                 """
                 INSERT INTO subscription_groups (tenant_id, group_id, name) VALUES (\(tenant.id), 'g', 'G')
                 """)
-            #expect(await changes.next() == .catalogOrSigningKeys(tenant: tenant.id))
+            #expect(await nextChange(changes) == .catalogOrSigningKeys(tenant: tenant.id))
 
             // Nobody consumes while ten distinct changes arrive: the buffer of four overflows.
             try await database.pool.query(
@@ -131,13 +131,13 @@ struct ChangeFeedTests {
                 FROM generate_series(1, 10) n
                 """)
             #expect(await eventually { feed.overflows == 1 })
-            #expect(await changes.next() == .mayHaveMissedChanges(.overflow))
+            #expect(await nextChange(changes) == .mayHaveMissedChanges(.overflow))
             try await database.pool.query("SELECT pg_notify('offergate_customer', \(tenant.id.uuidString + ":late"))")
-            #expect(await changes.next() == .customer(tenant: tenant.id, customerId: "late"))
+            #expect(await nextChange(changes) == .customer(tenant: tenant.id, customerId: "late"))
 
             running.cancel()
             try await running.value
-            #expect(await changes.next() == nil)
+            #expect(await nextChange(changes) == nil)
         }
     }
 
@@ -147,7 +147,52 @@ struct ChangeFeedTests {
         let running = Task { try await feed.run() }
         await #expect(throws: StoreError.self) { try await feed.waitUntilListening() }
         await #expect(throws: StoreError.self) { try await running.value }
-        var changes = feed.changes.makeAsyncIterator()
-        #expect(await changes.next() == nil)
+        let changes = feed.changes.makeAsyncIterator()
+        #expect(await nextChange(changes) == nil)
+    }
+}
+
+/// The change feed tells its consumer when the server went away and came back.
+@Suite("Change feed reconnect")
+struct ChangeFeedReconnectTests {
+    static let server = TestServer.restartable("store-change-feed")
+
+    @Test func aRestartDeliversReconnectedAndChangesFlowAgain() async throws {
+        try await TestDatabase.with(on: Self.server) { configuration in
+            let database = try OfferDatabase.connect(url: configuration.conninfo, maxConnections: 1)
+            let feed = ChangeFeed(database: database, reconnectDelay: .milliseconds(100))
+            let running = Task { try await feed.run() }
+            try await feed.waitUntilListening()
+            let changes = feed.changes.makeAsyncIterator()
+            #expect(await nextChange(changes) == .mayHaveMissedChanges(.started))
+            try await Self.server.pg("restart")
+            #expect(await nextChange(changes) == .mayHaveMissedChanges(.reconnected))
+            let tenant = UUID()
+            try await database.pool.query(
+                "SELECT pg_notify('offergate_catalog', \(tenant.uuidString.lowercased()))")
+            #expect(await nextChange(changes) == .catalogOrSigningKeys(tenant: tenant))
+            running.cancel()
+            try await running.value
+            await database.close()
+        }
+    }
+}
+
+/// The iterator's next change, or nil when none came within `timeout` (tests never wait without a deadline).
+func nextChange(
+    _ iterator: ChangeFeed.Changes.Iterator, within timeout: Duration = .seconds(20)
+) async -> StoreChange? {
+    await withTaskGroup(of: StoreChange?.self) { group in
+        group.addTask {
+            var copy = iterator
+            return await copy.next()
+        }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
     }
 }
