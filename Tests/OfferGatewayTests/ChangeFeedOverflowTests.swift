@@ -116,4 +116,53 @@ struct ChangeFeedOverflowTests {
             await observer.close()
         }
     }
+
+    // The statement timeout, seen by a client (the gateway half of the same store work: the feed's connection and
+    // the pool's run under it).
+
+    @Test("a statement over the statement timeout is an internal error for the client, not 'unavailable'")
+    func statementTimeoutIsNotUnavailable() async throws {
+        try await TestDatabase.with { configuration in
+            var limited = configuration
+            limited.statementTimeout = .milliseconds(300)
+            let gw = try await Self.start(configuration: limited, bufferSize: 16)
+            let blocker = PostgresPool(configuration: configuration, maxConnections: 1)
+            do {
+                let admin = try await gw.admin()
+                defer { admin.close() }
+                try await gw.createTenant("acme", admin: admin)
+                try await blocker.withConnection { connection in
+                    // Another session holds the table: the gateway's statement waits until its timeout stops it.
+                    try await connection.query("BEGIN")
+                    try await connection.query("LOCK TABLE tenants IN ACCESS EXCLUSIVE MODE")
+                    let started = ContinuousClock.now
+                    let error = await expectRPCError(-32603) {
+                        try await admin.call(
+                            method: "tenants.create", params: ["slug": "blocked", "bundleId": "com.example.blocked"])
+                    }
+                    #expect(ContinuousClock.now - started < .seconds(10))
+                    #expect(error?.data?["retryable"]?.boolValue == false)
+                    try await connection.query("ROLLBACK")
+                }
+                #expect(gw.logs.all.contains { $0.contains("57014") }, "\(gw.logs.all)")
+                // Nothing is left broken: the same call works once the table is free.
+                try await gw.createTenant("after", admin: admin)
+            } catch {
+                await blocker.close()
+                await gw.stop()
+                throw error
+            }
+            await blocker.close()
+            await gw.stop()
+        }
+    }
+
+    @Test func serveHelpDocumentsTheStatementTimeoutAndABadValueIsAUsageError() async throws {
+        let help = try await ServeCommandTests.run(["serve", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("--statement-timeout"))
+        let bad = try await ServeCommandTests.run(["serve", "--stdio", "--statement-timeout", "-1"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("--statement-timeout"), "\(bad.stderr)")
+    }
 }
