@@ -43,6 +43,8 @@ public final class PostgresListener: Sendable {
     }
 
     /// Connects, LISTENs on `channels`, and returns once they are active (throws if the first connect fails).
+    /// `events` keeps the newest 10,000 events for a slow reader and drops older ones without saying so: where a
+    /// missed event matters, use `run(configuration:channels:reconnectDelay:onListening:deliver:)`.
     public static func start(
         configuration: PostgresConfiguration, channels: [String], reconnectDelay: Duration = .milliseconds(200)
     ) async throws -> PostgresListener {
