@@ -142,7 +142,8 @@ public final class ChangeFeed: Sendable {
 
     /// Listens until the calling task is cancelled, reconnecting by itself (each reconnect delivers
     /// `.mayHaveMissedChanges(.reconnected)`); delivers `.mayHaveMissedChanges(.started)` once first listening.
-    /// Throws `.unavailable` if the first connect fails. Ends `changes` when it returns.
+    /// Throws `.unavailable` if the first connect fails. Ends `changes` when it returns. Call it once per feed
+    /// (a feed that ended stays ended: make a new one).
     public func run() async throws(StoreError) {
         do {
             try await PostgresListener.run(
