@@ -38,9 +38,9 @@ let package = Package(
         // MARK: Application
         .target(
             name: "OfferGateway",
-            dependencies: ["OfferDomain", "OfferCrypto", "Postgres", "OfferStore", "JSONRPC", "Metrics"]
+            dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres", "Metrics"]),
+        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(

@@ -48,6 +48,10 @@ let serveSpec = CommandSpec(
         .option("rate-limit", "PER_SECOND", "Requests a second per tenant (0: unlimited).", default: "0"),
         .option("rate-burst", "N", "Requests a tenant may send at once after a pause (default: the rate)."),
         .option("pool-size", "N", "PostgreSQL connections in the pool.", default: "16"),
+        .option(
+            "statement-timeout", "MS",
+            "Longest a database statement may run before the server stops it, in milliseconds (0: no limit).",
+            default: "30000"),
         .option("shutdown-grace", "SECONDS", "How long in-flight requests may take at shutdown.", default: "10"),
         .option("log-level", "LEVEL", "debug, info, warning or error.", environment: "OFFERGATE_LOG_LEVEL", default: "info"),
         .flag("quiet-requests", "Log each request at debug instead of info level."),
@@ -116,7 +120,7 @@ func runMigrate(_ command: ParsedCommand) async throws -> Int32 {
     defer { choice.stop(logger) }
     let database = try OfferDatabase.connect(url: choice.url, maxConnections: 2)
     let applied = try await database.migrate()
-    await database.pool.close()
+    await database.close()
     logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ","), "count": String(applied.count)])
     Console.out(applied.isEmpty ? "schema is up to date\n" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))\n")
     return ExitStatus.success.rawValue
@@ -141,6 +145,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     rpc.maxInFlightPerConnection = try command.integer("max-in-flight", in: 1...65_536) ?? rpc.maxInFlightPerConnection
     rpc.maxFrameBytes = try command.integer("frame-limit", in: 1_024...(256 << 20)) ?? rpc.maxFrameBytes
     let poolSize = try command.integer("pool-size", in: 1...1_000) ?? 16
+    let statementTimeout = Duration.milliseconds(try command.integer("statement-timeout", in: 0...86_400_000) ?? 30_000)
     let grace = try command.seconds("shutdown-grace") ?? 10
     var options = GatewayOptions()
     options.rateLimit = Double(try command.integer("rate-limit", in: 0...10_000_000) ?? 0)
@@ -159,7 +164,8 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     let keyring = keys.keyring
     options.adminKey = keys.adminKey
 
-    let database = try OfferDatabase.connect(url: choice.url, maxConnections: poolSize)
+    let database = try OfferDatabase.connect(
+        url: choice.url, maxConnections: poolSize, statementTimeout: statementTimeout)
     if !command.flag("no-migrate") {
         let applied = try await database.migrate()
         if !applied.isEmpty { logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ",")]) }

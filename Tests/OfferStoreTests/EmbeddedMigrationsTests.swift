@@ -1,5 +1,5 @@
 import Foundation
-import OfferStore
+@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing

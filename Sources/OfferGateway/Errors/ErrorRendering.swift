@@ -19,7 +19,10 @@ extension GatewayError: RenderableError {}
 extension StoreError: RenderableError {
     var rpcError: RPCError { GatewayError(self).rpcError }
     /// The store's own description (SQLSTATE, libpq's message; never bound values) for what is not the client's.
-    var failureDetail: String? { GatewayError(self).failureDetail.map { _ in "\(self)" } }
+    var failureDetail: String? {
+        if case .database(let failure) = self, failure.isCancelled { return nil }
+        return GatewayError(self).failureDetail.map { _ in "\(self)" }
+    }
 }
 
 extension RPCError: RenderableError {

@@ -111,7 +111,10 @@ extension GatewayError {
         case .conflict(let what): self = .conflict(what)
         case .notFound(let what): self = .notFound(what)
         case .unavailable: self = .unavailable("the database is unavailable; retry later")
-        case .database(let pg): self = .internal("database: \(pg)")
+        case .database(let failure) where failure.isCancelled:
+            // The request's task was cancelled (its client went away): nobody reads this answer.
+            self = .unavailable("the request was cancelled")
+        case .database(let failure): self = .internal("database: \(failure)")
         case .corrupt(let what): self = .internal("corrupt stored value: \(what)")
         }
     }

@@ -28,7 +28,7 @@ struct SystemService: Sendable {
     }
 
     func pool() -> Pool {
-        let pool = database.pool.stats()
+        let pool = database.stats()
         return Pool(
             open: pool.open, idle: pool.idle, inUse: pool.inUse, connecting: pool.connecting, waiters: pool.waiters,
             maxConnections: pool.maxConnections)
