@@ -39,4 +39,20 @@ static inline int ccrypto_gcm_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag, i
 static inline int ccrypto_gcm_set_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag, int len) {
     return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, len, tag);
 }
+
+// MARK: X.509 (Apple signed data: OfferCrypto/AppleSignedData)
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+#include <openssl/objects.h>
+
+/// `STACK_OF(X509)` accessors are function-like macros in OpenSSL 3; these wrappers make them callable from Swift.
+static inline STACK_OF(X509) *ccrypto_sk_x509_new_null(void) { return sk_X509_new_null(); }
+static inline int ccrypto_sk_x509_push(STACK_OF(X509) *stack, X509 *cert) { return sk_X509_push(stack, cert); }
+static inline void ccrypto_sk_x509_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+static inline int ccrypto_sk_x509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
+static inline X509 *ccrypto_sk_x509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+
+/// `PEM_read_bio_X509` without a password callback (certificates are never encrypted).
+static inline X509 *ccrypto_pem_read_x509(BIO *bio) { return PEM_read_bio_X509(bio, NULL, ccrypto_no_password, NULL); }
 #endif
