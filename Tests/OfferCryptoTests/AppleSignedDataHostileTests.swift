@@ -97,7 +97,7 @@ struct AppleSignedDataHostileTests {
             let junk = (0..<length).map { _ in alphabet.randomElement(using: &rng)! }
             inputs.append((String(decoding: junk, as: UTF8.self), .transaction))
         }
-        #expect(inputs.count > 1_500)
+        #expect(inputs.count > 4_000)
         let result = Self.run(inputs, on: verifier)
         #expect(result.accepted.isEmpty, "accepted: \(result.accepted.prefix(5).map { inputs[$0].0.prefix(80) })")
         #expect(result.reasons.contains(.malformedJWS) && result.reasons.contains(.invalidSignature))
@@ -203,6 +203,7 @@ struct AppleSignedDataHostileTests {
         mustBeMalformed.append(inputs.count)
         inputs.append((try ca.sign(payload: Array(huge.utf8)), .transaction))
 
+        #expect(inputs.count > 150)
         let result = Self.run(inputs, on: verifier)
         #expect(result.accepted.isEmpty, "accepted: \(result.accepted.map { inputs[$0].0.prefix(120) })")
         for index in mustBeMalformed {

@@ -62,6 +62,10 @@ struct AppleSignedDataRefereeTests {
         "notification_wrong_app_apple_id": .reject(.wrongAppAppleId),
         "notification_wrong_bundle_id": .reject(.wrongBundleId),
         "realtime_wrong_app_apple_id": .reject(.wrongAppAppleId),
+        "good_notification_external_purchase_token_sandbox": .accept(.verifiedChain),
+        "notification_external_purchase_token_sandbox_not_allowed": .reject(.environmentNotAllowed),
+        "good_notification_external_purchase_token_production": .accept(.verifiedChain),
+        "good_notification_app_data": .accept(.verifiedChain),
         "payload_not_an_object": .reject(.malformedJWS),
         // Without signedDate Apple's library validates the chain at the wall clock's time (a nondeterministic
         // verdict for the same bytes); we require the claim every Apple payload carries.
@@ -69,6 +73,8 @@ struct AppleSignedDataRefereeTests {
 
         "xcode_transaction_allowed": .accept(.unverifiedDevelopmentData),
         "xcode_transaction_not_allowed": .reject(.environmentNotAllowed),
+        "local_testing_renewal_allowed": .accept(.unverifiedDevelopmentData),
+        "local_testing_renewal_not_allowed": .reject(.environmentNotAllowed),
     ]
 
     @Test("Every case: OfferGate's verdict is the table's, and Apple's library agrees (documented exceptions aside)")

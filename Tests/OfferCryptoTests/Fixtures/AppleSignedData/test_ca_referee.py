@@ -324,6 +324,23 @@ def main():
          expect(bundle="com.example.other"))
     case("realtime_wrong_app_apple_id", "retentionMessagingRequest",
          jws(header, compact_json(realtime(app_apple_id=987)), sign), expect())
+    def other_section(section, body):
+        return compact_json({"notificationType": "EXTERNAL_PURCHASE_TOKEN", "subtype": "UNREPORTED",
+                             "notificationUUID": "1c2d3e4f-0000-4000-8000-000000000003", "version": "2.0",
+                             "signedDate": SIGNED_DATE, section: body})
+
+    token = {"externalPurchaseId": "SANDBOX_7f0c1a2b", "tokenCreationDate": SIGNED_DATE, "appAppleId": APP_APPLE_ID,
+             "bundleId": BUNDLE}
+    case("good_notification_external_purchase_token_sandbox", "notification",
+         jws(header, other_section("externalPurchaseToken", token), sign), expect(allow_sandbox=True))
+    case("notification_external_purchase_token_sandbox_not_allowed", "notification",
+         jws(header, other_section("externalPurchaseToken", token), sign), expect())
+    case("good_notification_external_purchase_token_production", "notification",
+         jws(header, other_section("externalPurchaseToken", dict(token, externalPurchaseId="7f0c1a2b")), sign),
+         expect())
+    case("good_notification_app_data", "notification",
+         jws(header, other_section("appData", {"appAppleId": APP_APPLE_ID, "bundleId": BUNDLE,
+                                               "environment": "Production"}), sign), expect())
     case("payload_not_an_object", "transaction", jws(header, b"[1,2,3]", sign), expect())
     case("payload_without_signed_date", "transaction", jws(header, compact_json(transaction(signed_date=None)), sign),
          expect())
@@ -336,6 +353,10 @@ def main():
                       compact_json(transaction("Xcode")), lambda m: raw_signature(xcode_key, m))
     case("xcode_transaction_allowed", "transaction", xcode_token, expect(allow_xcode=True))
     case("xcode_transaction_not_allowed", "transaction", xcode_token, expect(allow_sandbox=True))
+    local_token = jws({"alg": "ES256", "x5c": [b64(der(xcode_cert))]}, compact_json(renewal("LocalTesting")),
+                      lambda m: raw_signature(xcode_key, m))
+    case("local_testing_renewal_allowed", "renewalInfo", local_token, expect(allow_xcode=True))
+    case("local_testing_renewal_not_allowed", "renewalInfo", local_token, expect())
 
     root_der = der(good.root)
     for c in cases:
