@@ -48,22 +48,22 @@ struct AppleSignedDataRealFixtureTests {
         #expect(stats.misses <= 6 && stats.hits >= 16, "\(stats)")
     }
 
-    @Test("The nested signedTransactionInfo and signedRenewalInfo of every notification verify too")
+    @Test("verifyNotification: every notification with its nested transaction and renewal info, all verified")
     func nestedVerify() throws {
         let verifier = try AppleSignedDataVerifier(clock: Self.clock)
         var nested = 0
         for entry in try RealAppleFixture.manifest() where entry.expected == "verify" && entry.kind == "notification" {
-            let expectation = Self.expectation(for: entry)
-            let notification = try verifier.verify(entry.jws, as: .notification, expecting: expectation)
-            let data = try #require(notification.jsonObject()["data"] as? [String: Any])
-            for (field, kind) in [
-                ("signedTransactionInfo", AppleSignedDataKind.transaction),
-                ("signedRenewalInfo", .renewalInfo),
-            ] {
-                guard let jws = data[field] as? String else { continue }
-                let inner = try verifier.verify(jws, as: kind, expecting: expectation)
-                #expect(inner.environment == notification.environment, "\(entry.file) \(field)")
+            let verified = try verifier.verifyNotification(entry.jws, expecting: Self.expectation(for: entry))
+            let data = try #require(verified.notification.jsonObject()["data"] as? [String: Any])
+            #expect((data["signedTransactionInfo"] != nil) == (verified.transaction != nil), "\(entry.file)")
+            #expect((data["signedRenewalInfo"] != nil) == (verified.renewalInfo != nil), "\(entry.file)")
+            for inner in [verified.transaction, verified.renewalInfo].compactMap({ $0 }) {
+                #expect(inner.environment == verified.notification.environment, "\(entry.file)")
+                #expect(inner.authenticity == .verifiedChain, "\(entry.file)")
                 nested += 1
+            }
+            if let transaction = verified.transaction {
+                #expect(transaction.kind == .transaction && transaction.bundleId == entry.bundleId, "\(entry.file)")
             }
         }
         #expect(nested == 22)

@@ -102,6 +102,16 @@ public struct VerifiedAppleSignedData: Sendable, Equatable {
     }
 }
 
+/// A verified App Store Server Notification with its verified nested transaction and renewal info.
+public struct VerifiedAppleNotification: Sendable, Equatable {
+    /// The notification itself (`kind == .notification`).
+    public let notification: VerifiedAppleSignedData
+    /// `data.signedTransactionInfo`, verified as a transaction, when present.
+    public let transaction: VerifiedAppleSignedData?
+    /// `data.signedRenewalInfo`, verified as renewal info, when present.
+    public let renewalInfo: VerifiedAppleSignedData?
+}
+
 /// Why Apple signed data was rejected: the API's `-32060` `data.reason` (API.md §7/§8) plus a redacted context.
 ///
 /// `description` never contains the input (which is untrusted and may be huge); OpenSSL's error queue and the X.509

@@ -139,6 +139,42 @@ public final class AppleSignedDataVerifier: Sendable {
             authenticity: authenticity)
     }
 
+    /// Verifies a notification's `signedPayload` and the JWS nested in its `data` (`signedTransactionInfo` as a
+    /// transaction, `signedRenewalInfo` as renewal info), each with every step above, for the same tenant. The nested
+    /// data must come from the notification's environment (`environment_not_allowed` otherwise); a nested field that is
+    /// not a string is `malformed_jws`. Notifications without nested data (`TEST`, `summary`, ...) return `nil` for both.
+    public func verifyNotification(
+        _ signedPayload: String, expecting expectation: AppleSignedDataExpectation
+    ) throws(AppleSignedDataError) -> VerifiedAppleNotification {
+        let notification = try verify(signedPayload, as: .notification, expecting: expectation)
+        struct Nested: Decodable {
+            struct Section: Decodable {
+                let signedTransactionInfo: String?
+                let signedRenewalInfo: String?
+            }
+            let data: Section?
+        }
+        let nested: Nested
+        do { nested = try notification.decode(Nested.self) } catch {
+            throw AppleSignedDataError(.malformedJWS, "data.signedTransactionInfo / signedRenewalInfo are not strings")
+        }
+        func inner(_ jws: String?, as kind: AppleSignedDataKind) throws(AppleSignedDataError)
+            -> VerifiedAppleSignedData?
+        {
+            guard let jws else { return nil }
+            let verified = try verify(jws, as: kind, expecting: expectation)
+            guard verified.environment == notification.environment else {
+                throw AppleSignedDataError(
+                    .environmentNotAllowed, "nested \(kind.rawValue) is not from the notification's environment")
+            }
+            return verified
+        }
+        return VerifiedAppleNotification(
+            notification: notification,
+            transaction: try inner(nested.data?.signedTransactionInfo, as: .transaction),
+            renewalInfo: try inner(nested.data?.signedRenewalInfo, as: .renewalInfo))
+    }
+
     // MARK: Steps
 
     /// Steps 2-5: algorithm, certificates, chain at `signedDate`, OIDs, signature.

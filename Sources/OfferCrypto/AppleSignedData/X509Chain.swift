@@ -22,9 +22,10 @@ final class X509Certificate: @unchecked Sendable {
     static func parse(der: [UInt8]) -> X509Certificate? {
         guard !der.isEmpty else { return nil }
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buf in
-            var cursor: UnsafePointer<UInt8>? = buf.baseAddress
+            guard let base = buf.baseAddress else { return nil }
+            var cursor: UnsafePointer<UInt8>? = base
             guard let cert = d2i_X509(nil, &cursor, buf.count) else { return nil }
-            guard let cursor, cursor == buf.baseAddress! + buf.count else {
+            guard let cursor, cursor == base + buf.count else {
                 X509_free(cert)
                 return nil
             }
