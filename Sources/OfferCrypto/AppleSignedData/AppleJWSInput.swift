@@ -1,3 +1,4 @@
+import CCrypto
 import Foundation
 
 /// Size bounds applied before any parsing, so hostile input costs at most a bounded amount of work.
@@ -29,8 +30,30 @@ public struct AppleSignedDataLimits: Sendable, Equatable {
 /// defect must map to its own API reason: a signature of the wrong length is `invalid_signature`, not
 /// `malformed_jws`.
 struct AppleJWSInput {
-    /// The header's members (`alg`, `x5c`, ...), as Foundation parsed them.
-    let header: [String: Any]
+    /// The header members verification reads. A member of another JSON type than expected is kept as `.other`, so
+    /// that `"alg": 256` is `unsupported_algorithm` and `"x5c": {}` `invalid_certificate_chain`, as for a missing one.
+    struct Header: Decodable {
+        enum Member<Value: Decodable>: Decodable {
+            case value(Value)
+            case other
+
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                self = (try? container.decode(Value.self)).map(Member.value) ?? .other
+            }
+
+            var value: Value? {
+                if case .value(let value) = self { return value }
+                return nil
+            }
+        }
+
+        let alg: Member<String>?
+        let x5c: Member<[Member<String>]>?
+    }
+
+    /// The header (which must be a JSON object).
+    let header: Header
     let payload: [UInt8]
     let signature: [UInt8]
     /// `b64url(header) "." b64url(payload)`: what the signature covers.
@@ -56,9 +79,9 @@ struct AppleJWSInput {
             let payload = Base64URL.decode(bytes: bytes[(firstDot + 1)..<secondDot]),
             let signature = Base64URL.decode(bytes: bytes[(secondDot + 1)...])
         else { throw AppleSignedDataError(.malformedJWS, "a part is not base64url without padding") }
-        guard let parsed = try? JSONSerialization.jsonObject(with: Data(headerBytes)),
-            let header = parsed as? [String: Any]
-        else { throw AppleSignedDataError(.malformedJWS, "header is not a JSON object") }
+        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
+            throw AppleSignedDataError(.malformedJWS, "header is not a JSON object")
+        }
         self.header = header
         self.payload = payload
         self.signature = signature
@@ -159,21 +182,32 @@ struct AppleSignedClaims: Equatable {
 /// of 4, no whitespace (what Apple's library accepts with `b64decode(validate=True)`).
 enum StandardBase64 {
     static func decode(_ text: String, maximumLength: Int) -> [UInt8]? {
-        let chars = text.utf8
-        guard !chars.isEmpty, chars.count <= maximumLength, chars.count % 4 == 0 else { return nil }
-        var padding = 0
-        for char in chars {
-            switch char {
-            case UInt8(ascii: "="):
-                padding += 1
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
-                if padding > 0 { return nil }  // data after padding
-            default:
-                return nil
+        var text = text
+        return text.withUTF8 { chars -> [UInt8]? in
+            guard !chars.isEmpty, chars.count <= maximumLength, chars.count % 4 == 0, let base = chars.baseAddress
+            else { return nil }
+            var padding = 0
+            for char in chars {
+                switch char {
+                case UInt8(ascii: "="):
+                    padding += 1
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
+                    if padding > 0 { return nil }  // data after padding
+                default:
+                    return nil
+                }
             }
+            guard padding <= 2 else { return nil }
+            // Validated above, so OpenSSL's block decoder sees only canonical groups; it writes 3 bytes per group,
+            // counting padding as zero bytes, which are dropped.
+            var out = [UInt8](repeating: 0, count: chars.count / 4 * 3)
+            let written = out.withUnsafeMutableBufferPointer { buf in
+                EVP_DecodeBlock(buf.baseAddress, base, Int32(chars.count))
+            }
+            guard written == out.count else { return nil }
+            out.removeLast(padding)
+            return out
         }
-        guard padding <= 2, let data = Data(base64Encoded: text) else { return nil }
-        return Array(data)
     }
 }

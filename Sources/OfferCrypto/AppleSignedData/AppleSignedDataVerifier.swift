@@ -179,10 +179,10 @@ public final class AppleSignedDataVerifier: Sendable {
 
     /// Steps 2-5: algorithm, certificates, chain at `signedDate`, OIDs, signature.
     private func verifySignedByApple(_ input: AppleJWSInput, signedDate: Int64) throws(AppleSignedDataError) {
-        guard let alg = input.header["alg"] as? String, alg == "ES256" else {
+        guard input.header.alg?.value == "ES256" else {
             throw AppleSignedDataError(.unsupportedAlgorithm, "alg must be ES256")
         }
-        guard let x5c = input.header["x5c"] as? [Any] else {
+        guard let x5c = input.header.x5c?.value else {
             throw AppleSignedDataError(.invalidCertificateChain, "x5c is missing or not an array")
         }
         guard x5c.count == 3 else {
@@ -191,7 +191,7 @@ public final class AppleSignedDataVerifier: Sendable {
         }
         var ders: [[UInt8]] = []
         for element in x5c {
-            guard let text = element as? String,
+            guard let text = element.value,
                 let der = StandardBase64.decode(text, maximumLength: limits.maximumCertificateLength)
             else { throw AppleSignedDataError(.invalidCertificateChain, "an x5c entry is not standard base64") }
             ders.append(der)

@@ -18,6 +18,16 @@ struct VerifiedChainCache<Value> {
     struct Key: Hashable {
         let leaf: [UInt8]
         let intermediate: [UInt8]
+
+        /// Hashes the lengths and the last 32 bytes of each certificate (inside its signature, so they differ between
+        /// any two certificates) instead of all ~2.5 KB; equality still compares every byte, so a collision only
+        /// costs a comparison.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(leaf.count)
+            hasher.combine(intermediate.count)
+            for byte in leaf.suffix(32) { hasher.combine(byte) }
+            for byte in intermediate.suffix(32) { hasher.combine(byte) }
+        }
     }
 
     private struct Entry {
