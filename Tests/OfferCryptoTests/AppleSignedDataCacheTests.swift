@@ -146,7 +146,11 @@ struct AppleSignedDataCacheTests {
         }
         for item in ca.cases {
             let expected = try #require(AppleSignedDataRefereeTests.expected[item.name])
-            let accept: Bool = if case .accept = expected { true } else { false }
+            let accept: Bool =
+                switch expected {
+                case .accept, .looserThanApple: true
+                case .reject, .stricterThanApple: false
+                }
             jobs.append(
                 Job(jws: item.jws, kind: try item.dataKind, expectation: item.expectation.value, accept: accept))
         }

@@ -16,6 +16,8 @@ struct AppleSignedDataRefereeTests {
         case reject(AppleSignedDataError.Reason)
         /// Apple's library accepts; OfferGate rejects on purpose (reason given in the table).
         case stricterThanApple(AppleSignedDataError.Reason)
+        /// Apple's Python library rejects; OfferGate accepts on purpose (reason given in the table).
+        case looserThanApple(AppleSignedDataAuthenticity)
     }
 
     /// Every case the script makes, with what must happen. A case missing on either side fails the test.
@@ -46,10 +48,15 @@ struct AppleSignedDataRefereeTests {
         // says x5c is leaf, intermediate, root with the root equal to a pinned one: we hold data to that.
         "x5c_last_is_not_the_root": .stricterThanApple(.invalidCertificateChain),
         "x5c_entry_not_base64": .stricterThanApple(.invalidCertificateChain),
+        // Apple's library loads certificates with d2i semantics that ignore bytes after the DER; x5c holds DER.
+        "leaf_der_with_trailing_bytes": .stricterThanApple(.invalidCertificateChain),
 
         "tampered_payload": .reject(.invalidSignature),
         "tampered_signature": .reject(.invalidSignature),
         "der_signature": .reject(.invalidSignature),
+        // PyJWT decodes base64url leniently ("==" appended still yields the same signature): the compact form is
+        // unpadded (RFC 7515), and one token has one spelling here.
+        "signature_segment_padded": .stricterThanApple(.malformedJWS),
         "alg_none": .reject(.unsupportedAlgorithm),
         "alg_hs256": .reject(.unsupportedAlgorithm),
         "alg_rs256": .reject(.unsupportedAlgorithm),
@@ -70,6 +77,13 @@ struct AppleSignedDataRefereeTests {
         // Without signedDate Apple's library validates the chain at the wall clock's time (a nondeterministic
         // verdict for the same bytes); we require the claim every Apple payload carries.
         "payload_without_signed_date": .stricterThanApple(.malformedJWS),
+        // Apple's library passes signedDate through Python's int(), which also takes the string "1748736000000".
+        "signed_date_as_string": .stricterThanApple(.malformedJWS),
+        // PyJWT, which Apple's Python library decodes with, enforces RFC 7519 exp/nbf/aud when present, against the
+        // wall clock. Apple's payloads carry none of them and Apple's other libraries do not check them; OfferGate
+        // follows the payload contract (validity at signedDate), so its verdict never depends on when it runs.
+        "payload_with_past_exp": .looserThanApple(.verifiedChain),
+        "payload_with_aud": .looserThanApple(.verifiedChain),
 
         "xcode_transaction_allowed": .accept(.unverifiedDevelopmentData),
         "xcode_transaction_not_allowed": .reject(.environmentNotAllowed),
@@ -98,6 +112,9 @@ struct AppleSignedDataRefereeTests {
             case .stricterThanApple(let reason):
                 #expect(ours == .rejected(reason), "\(item.name): OfferGate \(ours)")
                 #expect(item.apple.accepted, "\(item.name): Apple's library now refuses too: \(item.apple.results)")
+            case .looserThanApple(let authenticity):
+                #expect(ours == .accepted(authenticity), "\(item.name): OfferGate \(ours)")
+                #expect(!item.apple.accepted, "\(item.name): Apple's library now accepts too: \(item.apple.results)")
             }
         }
     }

@@ -287,6 +287,9 @@ def main():
          jws({"alg": "ES256", "x5c": [b64(der(leaf_under_root)), x[2], x[2]]}, tx, sign), expect())
     case("x5c_last_is_not_the_root", "transaction", jws({"alg": "ES256", "x5c": [x[0], x[1], x[1]]}, tx, sign),
          expect())
+    trailing = good.x5c()
+    trailing[0] = b64(base64.b64decode(trailing[0]) + b"\x00\x00")
+    case("leaf_der_with_trailing_bytes", "transaction", jws({"alg": "ES256", "x5c": trailing}, tx, sign), expect())
     case("x5c_entry_not_base64", "transaction", jws({"alg": "ES256", "x5c": [x[0], x[1], "not base64!"]}, tx, sign),
          expect())
 
@@ -300,6 +303,7 @@ def main():
     case("tampered_signature", "transaction", f"{h}.{p}.{b64url(bytes(sig))}", expect())
     case("der_signature", "transaction",
          jws(header, tx, lambda m: good.leaf_key.sign(m, ec.ECDSA(hashes.SHA256()))), expect())
+    case("signature_segment_padded", "transaction", f"{h}.{p}.{s}==", expect())
     case("alg_none", "transaction", jws({"alg": "none", "x5c": good.x5c()}, tx, lambda m: b""), expect())
     case("alg_hs256", "transaction",
          jws({"alg": "HS256", "x5c": good.x5c()}, tx, lambda m: hmac.new(der(good.leaf), m, hashlib.sha256).digest()),
@@ -342,6 +346,10 @@ def main():
          jws(header, other_section("appData", {"appAppleId": APP_APPLE_ID, "bundleId": BUNDLE,
                                                "environment": "Production"}), sign), expect())
     case("payload_not_an_object", "transaction", jws(header, b"[1,2,3]", sign), expect())
+    as_string = dict(transaction(), signedDate=str(SIGNED_DATE))
+    case("signed_date_as_string", "transaction", jws(header, compact_json(as_string), sign), expect())
+    case("payload_with_past_exp", "transaction", jws(header, compact_json(dict(transaction(), exp=1)), sign), expect())
+    case("payload_with_aud", "transaction", jws(header, compact_json(dict(transaction(), aud="x")), sign), expect())
     case("payload_without_signed_date", "transaction", jws(header, compact_json(transaction(signed_date=None)), sign),
          expect())
 
