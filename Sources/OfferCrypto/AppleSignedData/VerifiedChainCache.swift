@@ -6,8 +6,9 @@ import Foundation
 /// transition is reproducible in tests. Keyed by the exact DER bytes of both certificates: a hit means byte-identical
 /// certificates, never "a certificate with the same hash".
 ///
-/// Apple's libraries cache the same pair for 15 minutes (at most 32 entries), and only when they make online
-/// revocation checks; offline they re-verify every chain. We cache offline too, because what the cache stands for is
+/// Apple's Python library (app-store-server-library 3.1) caches the x5c list for 15 minutes (aiming at 32 entries,
+/// though it only ever evicts expired ones), and only when it makes online revocation checks; offline it re-verifies
+/// every chain. We cache offline too, and keep the bound, because what the cache stands for is
 /// time-independent: the signatures linking leaf → intermediate → root, the extensions and constraints RFC 5280
 /// checks, and Apple's OIDs do not depend on the validation time. What does depend on it (each certificate's validity
 /// at the payload's `signedDate`) and what depends on the payload (its ES256 signature with the leaf key) are checked
