@@ -20,12 +20,14 @@ let package = Package(
         // MARK: C system libraries
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // <sys/epoll.h>, which Swift's Glibc module does not export (header only: glibc has the functions).
+        .systemLibrary(name: "CEpoll"),
 
         // MARK: Adapters
         .target(name: "OfferCrypto", dependencies: ["CCrypto"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
-        .target(name: "JSONRPC"),
+        .target(name: "JSONRPC", dependencies: ["CEpoll"]),
         .target(name: "CLIKit"),
 
         // MARK: Application

@@ -1,4 +1,5 @@
 // A single-threaded epoll event loop for non-blocking sockets and pipes.
+import CEpoll
 import Foundation
 import Synchronization
 
@@ -90,7 +91,6 @@ final class EventLoop: @unchecked Sendable {
     let epfd: Int32
     let wakeRead: Int32
     let wakeWrite: Int32
-    let epoll: Epoll.Functions
     let inbox = Mutex(Inbox())
     let started = Atomic<Bool>(false)
     let threadName: String
@@ -112,10 +112,8 @@ final class EventLoop: @unchecked Sendable {
     }()
 
     init(name: String) throws(JSONRPCError) {
-        guard let functions = Epoll.functions else { throw JSONRPCError(.system, "epoll unavailable") }
-        epoll = functions
         threadName = name
-        let fd = functions.create(Epoll.cloexec)
+        let fd = Epoll.create()
         guard fd >= 0 else { throw SocketAddress.systemError("epoll_create1(2)") }
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
@@ -165,28 +163,22 @@ final class EventLoop: @unchecked Sendable {
 
     @discardableResult
     func ctl(_ op: Int32, _ fd: Int32, events: UInt32, data: UInt64) -> Int32 {
-        var event = (UInt64(0), UInt64(0))  // 16 bytes, enough for either layout
-        return withUnsafeMutableBytes(of: &event) { raw in
-            raw.storeBytes(of: events, toByteOffset: 0, as: UInt32.self)
-            raw.storeBytes(of: data, toByteOffset: Epoll.dataOffset, as: UInt64.self)
-            return epoll.ctl(epfd, op, fd, raw.baseAddress)
-        }
+        Epoll.ctl(epfd, op, fd, events: events, data: data)
     }
 
     // MARK: Loop thread
 
     func run() {
         let maxEvents = 256
-        let events = UnsafeMutableRawPointer.allocate(byteCount: Epoll.eventSize * maxEvents, alignment: 8)
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
         var lastTick = EventLoop.now()
         while running {
-            let n = epoll.wait(epfd, events, Int32(maxEvents), 250)
+            let n = epoll_wait(epfd, events, Int32(maxEvents), 250)
             if n < 0 && errno != EINTR { break }
             for i in 0..<max(Int(n), 0) {
-                let base = events + i * Epoll.eventSize
-                let flags = base.load(fromByteOffset: 0, as: UInt32.self)
-                let data = base.loadUnaligned(fromByteOffset: Epoll.dataOffset, as: UInt64.self)
+                let flags = events[i].events
+                let data = events[i].data.u64
                 if data == 0 {
                     drainWakePipe()
                     continue

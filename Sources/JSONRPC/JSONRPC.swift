@@ -33,5 +33,5 @@
 // - Shutdown: stop accepting, stop reading (frames buffered but not started are dropped), let in-flight requests
 //   finish and be written within the grace period, then close everything and unlink Unix socket files.
 // - SIGPIPE is ignored process-wide once a server or client starts (writes report EPIPE instead).
-// - epoll is called through dlsym (`Epoll` in Sockets.swift) because Swift's Glibc module does not export
-//   <sys/epoll.h>, and this package has no C shim target for it.
+// - epoll comes from the one-header C module `CEpoll` (Swift's Glibc module does not export <sys/epoll.h>), so
+//   `struct epoll_event` has the layout C gives it (`Epoll` in Sockets.swift wraps the calls).

@@ -76,3 +76,15 @@ import Testing
         close(output)
     }
 }
+
+@Suite struct EpollHeaderTests {
+    /// The header module gives `struct epoll_event` its C layout; the old hand-written offsets assumed exactly this.
+    @Test func epollEventHasTheCLayout() {
+        #if arch(x86_64)
+            #expect(Epoll.eventStride == 12)
+        #else
+            #expect(Epoll.eventStride == 16)
+        #endif
+        #expect(Epoll.readable == 0x001 && Epoll.writable == 0x004 && Epoll.readHangup == 0x2000)
+    }
+}
