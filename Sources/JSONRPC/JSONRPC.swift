@@ -28,8 +28,11 @@
 //   come back as one array in the batch's order (notifications omitted; all notifications: no response).
 // - Frames longer than the limit get -32600 `{"reason":"frame_too_large","limitBytes":N}` with id null, as soon as
 //   the limit is passed; the rest of the line is skipped without being buffered.
-// - Back-pressure: when a connection has `maxInFlightPerConnection` requests running, or more than 4 MiB of
-//   unwritten responses, the loop stops reading it. Memory per connection is bounded by frame limit + 4 MiB.
+// - Back-pressure: when a connection has `maxInFlightPerConnection` requests running, or 4 MiB of unwritten
+//   responses (until they are down to 2 MiB), the loop stops reading it. Memory per connection is bounded by frame
+//   limit + 4 MiB + the answers of what is in flight.
+// - A channel's lifecycle (reading, back-pressure, the peer's EOF, drain, write shutdown, idle, close) is one pure
+//   state machine, `ChannelStateMachine`, whose actions `EventLoop` performs.
 // - Shutdown: stop accepting, stop reading (frames buffered but not started are dropped), let in-flight requests
 //   finish and be written within the grace period, then close everything and unlink Unix socket files.
 // - SIGPIPE is ignored process-wide once a server or client starts (writes report EPIPE instead).

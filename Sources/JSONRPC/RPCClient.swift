@@ -101,7 +101,7 @@ public final class RPCClient: Sendable {
         let id = self.channelID
         loop.execute {
             guard let channel = loop.channels[id] else { return }
-            loop.closeChannel(channel, reason: "client_released")
+            loop.closeChannel(channel, reason: .clientReleased)
         }
     }
 
@@ -244,11 +244,7 @@ public final class RPCClient: Sendable {
     public func finishWriting() {
         loop.execute { [loop, channelID] in
             guard let channel = loop.channels[channelID] else { return }
-            if channel.pendingOut == 0 {
-                loop.shutdownWrite(channel)
-            } else {
-                channel.shutdownWriteWhenFlushed = true
-            }
+            loop.finishWriting(channel)
         }
     }
 
@@ -256,7 +252,7 @@ public final class RPCClient: Sendable {
     public func close() {
         loop.execute { [loop, channelID] in
             guard let channel = loop.channels[channelID] else { return }
-            loop.closeChannel(channel, reason: "closed_by_client")
+            loop.closeChannel(channel, reason: .closedByClient)
         }
     }
 
@@ -367,7 +363,7 @@ final class ClientConnection: ChannelHandler {
 
     func channelFrameTooLarge(channel: Channel) {}
 
-    func channelClosed(channel: Channel, reason: String) {
+    func channelClosed(channel: Channel, reason: ChannelCloseReason) {
         box.markClosed()?.closed()
     }
 }

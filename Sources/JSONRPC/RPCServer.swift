@@ -192,10 +192,10 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
         if let info { server.configuration.logger?(.frameTooLarge(info)) }
     }
 
-    func channelClosed(channel: Channel, reason: String) {
+    func channelClosed(channel: Channel, reason: ChannelCloseReason) {
         server.connections.subtract(1, ordering: .relaxed)
         dispatcher?.closed()
-        if let info { server.configuration.logger?(.closed(info, reason: reason)) }
+        if let info { server.configuration.logger?(.closed(info, reason: reason.rawValue)) }
     }
 }
 
