@@ -1,4 +1,4 @@
-// JSONRPC: OfferGate's JSON-RPC 2.0 layer. It imports no other module of ours.
+// JSONRPC: OfferGate's JSON-RPC 2.0 layer. It imports no other module of ours but the CEpoll header.
 //
 // Map of the module
 // - JSON:      JSONValue / JSONNumber / JSONObject (JSONValue.swift), JSONParsing (strict RFC 8259 parser),
@@ -6,7 +6,9 @@
 // - Protocol:  RPCID, RPCRequest, RPCResponse, RPCInbound (classifies one frame), RPCError (wire errors).
 // - Framing:   LineFramer (newline-delimited, frame limit, discard-without-buffering).
 // - Server:    RPCHandler (+ Session), RPCContext, ConnectionInfo, RPCServerConfiguration, RPCLogEvent,
-//              RPCServer (epoll loop for Unix/TCP; serveStdio on two dedicated threads).
+//              RPCServer (epoll loop for Unix/TCP; serveStdio on two dedicated threads), ConnectionDispatcher
+//              (a connection's requests in flight), LiveCount (what shutdown waits on).
+// - Transport: EventLoop (epoll via CEpoll), Channel + ChannelStateMachine (one connection's lifecycle).
 // - Client:    RPCClient (pipelining, notifications, raw lines for conformance tests).
 // - Local errors: JSONRPCError (one error type, with a code, context, offset/errno; no payload bytes).
 //
@@ -33,8 +35,14 @@
 //   limit + 4 MiB + the answers of what is in flight.
 // - A channel's lifecycle (reading, back-pressure, the peer's EOF, drain, write shutdown, idle, close) is one pure
 //   state machine, `ChannelStateMachine`, whose actions `EventLoop` performs.
-// - Shutdown: stop accepting, stop reading (frames buffered but not started are dropped), let in-flight requests
-//   finish and be written within the grace period, then close everything and unlink Unix socket files.
+// - Shutdown: stop accepting, stop reading (frames buffered but not started are dropped; stdio reads no more),
+//   let in-flight requests finish and be written within the grace period (woken when the last connection closes,
+//   not polled), then close everything, cancelling what still runs, and unlink Unix socket files.
+// - Each request runs on its own Task, owned by its connection's `ConnectionDispatcher`. When the connection closes
+//   with requests still running (a reset, a Unix socket closed by its peer, a read or write error, the grace
+//   period over) those tasks are cancelled, so a handler awaiting a query sees cancellation. EOF (stdin's end, a
+//   socket half-close) is not a disconnect: what was read is still answered. On TCP a peer's close() arrives as
+//   the same FIN as a half-close, so its requests run on until an answer is written and the peer resets.
 // - SIGPIPE is ignored process-wide once a server or client starts (writes report EPIPE instead).
 // - epoll comes from the one-header C module `CEpoll` (Swift's Glibc module does not export <sys/epoll.h>), so
 //   `struct epoll_event` has the layout C gives it (`Epoll` in Sockets.swift wraps the calls).

@@ -60,14 +60,15 @@ import Testing
         var fromServer: [Int32] = [0, 0]
         #expect(pipe(&toServer) == 0)
         #expect(pipe(&fromServer) == 0)
-        let server = try RPCServer(handler: TestHandler())
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler)
         let input = toServer[0]
         let output = fromServer[1]
         let served = Task { await server.serveStdio(input: input, output: output) }
         let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
         #expect(try await client.call(method: "echo", params: [0]) == [0])
         try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"sleep\",\"params\":{\"ms\":200},\"id\":\"s\"}")
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await handler.sleeping.wait())
         await server.shutdown(gracePeriod: .seconds(3))
         await served.value
         #expect(try await nextValue(client)["id"] == "s")
