@@ -142,14 +142,22 @@ public final class RPCClient: Sendable {
     /// any, is then ignored).
     public func call(method: String, params: JSONValue? = nil, timeout: Duration) async throws -> JSONValue {
         let idBox = Mutex<Int64?>(nil)
-        let timer = Task { [self] in
-            try await Task.sleep(for: timeout)
+        let timer = Self.timer(after: timeout) { [self] in
             guard let id = idBox.withLock({ $0 }) else { return }
             let continuation = self.state.withLock { $0.pending.removeValue(forKey: id) }
             continuation?.resume(throwing: JSONRPCError(.timeout, "no response within \(timeout)"))
         }
         defer { timer.cancel() }
         return try await call(method: method, params: params, idSink: { id in idBox.withLock { $0 = id } })
+    }
+
+    /// A timer: `fire` runs after `delay` unless the returned task is cancelled first (which is how a caller says
+    /// the answer came in time). It never throws, so no error of it can go unseen.
+    static func timer(after delay: Duration, _ fire: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        Task {
+            do { try await Task.sleep(for: delay) } catch { return }
+            fire()
+        }
     }
 
     /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
@@ -213,8 +221,7 @@ public final class RPCClient: Sendable {
             s.nextToken += 1
             return t
         }
-        let timer = Task { [self] in
-            try await Task.sleep(for: timeout)
+        let timer = Self.timer(after: timeout) { [self] in
             let waiter = self.state.withLock { s -> CheckedContinuation<[UInt8]?, any Error>? in
                 guard let index = s.rawWaiters.firstIndex(where: { $0.token == token }) else { return nil }
                 return s.rawWaiters.remove(at: index).continuation

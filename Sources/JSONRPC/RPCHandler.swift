@@ -107,6 +107,9 @@ public struct RPCServerConfiguration: Sendable {
     public var unixSocketPermissions: UInt32 = 0o660
     /// Connection-level log events.
     public var logger: RPCLogHandler? = nil
+    /// How long in-flight requests may take when `RPCServer.run()` is cancelled (default 10 s); an explicit
+    /// `shutdown(gracePeriod:)` passes its own.
+    public var shutdownGracePeriod: Duration = .seconds(10)
 
     public init() {}
 }

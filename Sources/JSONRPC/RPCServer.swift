@@ -25,7 +25,9 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
     struct Lifecycle {
         var shuttingDown = false
         var finished = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        /// `run()` and `shutdown` callers waiting for the end of a shutdown.
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
         /// Stdio connections being served (shutdown stops them reading, waits for their answers, then ends them).
         var stdio: [UInt64: StdioConnection<Handler>] = [:]
         var boundAddresses: [ListenAddress] = []
@@ -72,15 +74,40 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
         return bound
     }
 
-    /// Waits until `shutdown` has finished.
+    /// Runs until the server has shut down: returns once `shutdown` finished. Cancelling the task that runs it
+    /// shuts the server down with `configuration.shutdownGracePeriod` (as a service group stops its services), and it
+    /// returns when that shutdown finished.
     public func run() async {
+        let token = newWaiterToken()
+        await withTaskCancellationHandler {
+            await waitUntilFinished(token: token, returnIfCancelled: true)
+        } onCancel: {
+            lifecycle.withLock { $0.waiters.removeValue(forKey: token) }?.resume()
+        }
+        if Task.isCancelled { await shutdown(gracePeriod: configuration.shutdownGracePeriod) }
+    }
+
+    func newWaiterToken() -> UInt64 {
+        lifecycle.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+    }
+
+    /// Waits until `shutdown` has finished, or (`returnIfCancelled`) until the task is cancelled.
+    func waitUntilFinished(token: UInt64, returnIfCancelled: Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = lifecycle.withLock { state -> Bool in
                 if state.finished { return true }
-                state.waiters.append(continuation)
+                state.waiters[token] = continuation
                 return false
             }
-            if done { continuation.resume() }
+            if done {
+                continuation.resume()
+            } else if returnIfCancelled && Task.isCancelled {
+                // Cancelled before the waiter was stored, so `run()`'s cancellation handler found nothing to resume.
+                lifecycle.withLock { $0.waiters.removeValue(forKey: token) }?.resume()
+            }
         }
     }
 
@@ -95,7 +122,7 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
             return Array(state.stdio.values)
         }
         guard let stdio else {
-            await run()
+            await waitUntilFinished(token: newWaiterToken(), returnIfCancelled: false)
             return
         }
         configuration.logger?(.shutdownStarted)
@@ -111,16 +138,19 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
             connection.dispatcher.whenIdle { stdioAnswering.decrement() }
         }
         // Both counts only go down now (listeners are gone, stdio reads no more); each decrement to zero wakes us.
-        _ = await connections.waitForZero(until: deadline)
-        _ = await stdioAnswering.waitForZero(until: deadline)
+        // Awaited in a task of its own so the caller's cancellation (a cancelled `run()`) does not cut the grace short.
+        await Task { [connections] in
+            _ = await connections.waitForZero(until: deadline)
+            _ = await stdioAnswering.waitForZero(until: deadline)
+        }.value
         let forced = connectionCount
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.stop { continuation.resume() }
         }
         let (waiters, remaining) = lifecycle.withLock { state in
             state.finished = true
-            defer { state.waiters = [] }
-            return (state.waiters, Array(state.stdio.values))
+            defer { state.waiters = [:] }
+            return (Array(state.waiters.values), Array(state.stdio.values))
         }
         for connection in remaining { connection.end(reason: "shutdown") }
         configuration.logger?(.shutdownFinished(forcedConnections: forced))

@@ -270,6 +270,22 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         #expect(server.connectionCount == 0)
     }
 
+    @Test func cancellingRunShutsTheServerDownGracefully() async throws {
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler, configuration: serverConfig { $0.shutdownGracePeriod = .seconds(30) })
+        let address = try server.listen(.unix(path: tempSocketPath()))
+        let client = try await RPCClient.connect(to: address)
+        async let answer = client.call(method: "sleep", params: ["ms": 100, "value": "answered"])
+        #expect(await handler.sleeping.wait())
+        let running = Task { await server.run() }
+        running.cancel()
+        await running.value
+        #expect(try await answer == "answered")
+        #expect(server.connectionCount == 0)
+        #expect(throws: JSONRPCError.self) { try server.listen(.tcp(host: "127.0.0.1", port: 0)) }
+        await server.run()  // returns at once after shutdown
+    }
+
     /// A client that goes away (a Unix socket closed, a TCP connection reset) cancels the Tasks of its requests:
     /// a handler awaiting slow work sees cancellation, and the session ends.
     @Test(arguments: Transport.allCases)
