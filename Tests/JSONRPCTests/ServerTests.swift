@@ -272,7 +272,8 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
 
     @Test func cancellingRunShutsTheServerDownGracefully() async throws {
         let handler = TestHandler()
-        let server = try RPCServer(handler: handler, configuration: serverConfig { $0.shutdownGracePeriod = .seconds(30) })
+        let server = try RPCServer(
+            handler: handler, configuration: serverConfig { $0.shutdownGracePeriod = .seconds(30) })
         let address = try server.listen(.unix(path: tempSocketPath()))
         let client = try await RPCClient.connect(to: address)
         async let answer = client.call(method: "sleep", params: ["ms": 100, "value": "answered"])
