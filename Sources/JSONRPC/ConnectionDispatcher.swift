@@ -11,14 +11,18 @@ import Synchronization
 /// a close: the transport lets what runs finish and be answered first.
 final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     struct State {
-        /// The requests (or batches) in flight, by a per-connection token.
+        /// Requests (or batches) in flight: counted before their task starts.
+        var inFlight = 0
+        /// Their tasks, by a per-connection token, for cancellation (stored just after each task is created).
         var running: [UInt64: Task<Void, Never>] = [:]
+        /// Tokens whose task finished before `dispatch` could store it (it then is not stored).
+        var finishedUnstored: Set<UInt64> = []
         var nextToken: UInt64 = 0
         var closed = false
         var ended = false
         /// Called once nothing is in flight (`whenIdle`).
         var idleCallbacks: [@Sendable () -> Void] = []
-        /// Set while the stdio reader waits in `waitForCapacity`: wake it when `running` is down to this many.
+        /// Set while the stdio reader waits in `dispatch(_:blockingAt:)`: wake it when `running` is down to this.
         var wakeReaderAt: Int? = nil
     }
 
@@ -29,7 +33,7 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     let sendFrame: @Sendable ([UInt8]) -> Void
     let complete: @Sendable ([UInt8]?) -> Void
     let state = Mutex(State())
-    /// Wakes the (one) thread blocked in `waitForCapacity`.
+    /// Wakes the (one) thread blocked in `dispatch(_:blockingAt:)`.
     let capacity = DispatchSemaphore(value: 0)
 
     init(
@@ -45,22 +49,39 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     }
 
     /// Requests (or batches) in flight.
-    var inFlight: Int { state.withLock { $0.running.count } }
+    var inFlight: Int { state.withLock { $0.inFlight } }
 
     /// Starts handling one frame; `complete` is called exactly once with the response frame (or nil). A frame that
     /// arrives after `closed()` is dropped: nobody could read its answer.
-    func dispatch(_ frame: [UInt8]) {
-        state.withLock { s in
-            guard !s.closed else { return }
-            let token = s.nextToken
-            s.nextToken += 1
-            // Created under the lock so that the task, even if it finishes at once, finds itself in `running`.
-            s.running[token] = Task {
-                let response = await self.process(frame)
-                self.complete(response)
-                self.finished(token)
-            }
+    ///
+    /// With `blockingAt` (stdio's one reader thread, never a pool thread): once that many requests are in flight,
+    /// blocks the caller until at most half of them are left, so a full pipeline costs one wake-up per batch of
+    /// completions instead of one per request, and the check shares the lock that counts the request.
+    func dispatch(_ frame: [UInt8], blockingAt limit: Int? = nil) {
+        let token = state.withLock { s -> UInt64? in
+            guard !s.closed else { return nil }
+            s.inFlight += 1
+            defer { s.nextToken += 1 }
+            return s.nextToken
         }
+        guard let token else { return }
+        // Created outside the lock: starting a task may wake a pool thread, and completions take this lock too.
+        let task = Task {
+            let response = await self.process(frame)
+            self.complete(response)
+            self.finished(token)
+        }
+        let mustWait = state.withLock { s -> Bool in
+            if s.finishedUnstored.remove(token) == nil {
+                s.running[token] = task
+                // Closed meanwhile: `closed()` did not see this task, so cancel it here.
+                if s.closed { task.cancel() }
+            }
+            guard let limit, s.inFlight >= max(1, limit) else { return false }
+            s.wakeReaderAt = max(1, limit) / 2
+            return true
+        }
+        if mustWait { capacity.wait() }
     }
 
     /// The transport closed: cancels what is still running; ends the session now or after the last request.
@@ -77,39 +98,24 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     /// Calls `callback` once nothing is in flight: at once if nothing is, else when the last request finished.
     func whenIdle(_ callback: @escaping @Sendable () -> Void) {
         let now = state.withLock { s -> Bool in
-            if s.running.isEmpty { return true }
+            if s.inFlight == 0 { return true }
             s.idleCallbacks.append(callback)
             return false
         }
         if now { callback() }
     }
 
-    /// Blocks the calling thread (stdio's reader, never a pool thread) while `limit` requests are in flight, and
-    /// returns once at most half of them are left, so a full pipeline costs one wake-up per batch of completions
-    /// instead of one per request. Only one thread may wait at a time.
-    func waitForCapacity(limit: Int) {
-        let limit = max(1, limit)
-        while true {
-            let wait = state.withLock { s -> Bool in
-                guard s.running.count >= limit else { return false }
-                s.wakeReaderAt = limit / 2
-                return true
-            }
-            guard wait else { return }
-            capacity.wait()
-        }
-    }
-
     func finished(_ token: UInt64) {
         let (idle, wakeReader, end) = state.withLock { s -> ([@Sendable () -> Void], Bool, Bool) in
-            s.running[token] = nil
+            s.inFlight -= 1
+            if s.running.removeValue(forKey: token) == nil { s.finishedUnstored.insert(token) }
             var wakeReader = false
-            if let at = s.wakeReaderAt, s.running.count <= at {
+            if let at = s.wakeReaderAt, s.inFlight <= at {
                 s.wakeReaderAt = nil
                 wakeReader = true
             }
             var idle: [@Sendable () -> Void] = []
-            if s.running.isEmpty {
+            if s.inFlight == 0 {
                 idle = s.idleCallbacks
                 s.idleCallbacks = []
             }
@@ -122,7 +128,7 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
 
     /// Whether the session ends now (closed, nothing in flight, not ended yet); marks it ended.
     private func endIfDone(_ s: inout State) -> Bool {
-        guard s.closed, s.running.isEmpty, !s.ended else { return false }
+        guard s.closed, s.inFlight == 0, !s.ended else { return false }
         s.ended = true
         return true
     }

@@ -166,9 +166,8 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
             while let event = framer.next() {
                 switch event {
                 case .frame(let bytes):
-                    dispatcher.waitForCapacity(limit: maxInFlight)
                     if isStopped { break reading }
-                    dispatcher.dispatch(bytes)
+                    dispatcher.dispatch(bytes, blockingAt: maxInFlight)
                 case .tooLarge:
                     if isStopped { break reading }
                     let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: frameLimit)))

@@ -32,7 +32,7 @@ final class PeakHandler: RPCHandler {
 struct ConnectionDispatcherTests {
     static let info = ConnectionInfo(id: 1, transport: .stdio, listenAddress: nil, peer: nil)
 
-    /// One reader (as stdio's) admits 5,000 requests through `waitForCapacity`: never more than the limit in
+    /// One reader (as stdio's) dispatches 5,000 requests with `blockingAt: 8`: never more than the limit in
     /// flight, and every request gets through (a lost wake-up would hang the reader).
     @Test func neverMoreThanTheLimitInFlightAndNoLostWakeUps() async throws {
         let handler = PeakHandler()
@@ -46,9 +46,8 @@ struct ConnectionDispatcherTests {
         let slow = Array(#"{"jsonrpc":"2.0","method":"slow","id":1}"#.utf8)
         let reader = Thread {
             for index in 0..<total {
-                dispatcher.waitForCapacity(limit: 8)
                 #expect(dispatcher.inFlight < 8)
-                dispatcher.dispatch(index % 7 == 0 ? slow : fast)
+                dispatcher.dispatch(index % 7 == 0 ? slow : fast, blockingAt: 8)
             }
         }
         reader.start()
