@@ -2,20 +2,27 @@
 // OfferGate: a self-hosted, multi-tenant gateway for App Store subscription offers.
 //
 // Dependencies point inward: executables wire adapters together; adapters depend on the pure
-// `OfferDomain`; `OfferDomain` depends on nothing of ours. No outside packages (none can be fetched here).
+// `OfferDomain`; `OfferDomain` depends on nothing of ours but the leaf `CivilTime` (pure arithmetic, no IO, no
+// dependencies). No outside packages (none can be fetched here). Linux only (libpq, epoll): no `platforms:` entry,
+// since SwiftPM's platform list can only name Apple platforms, and naming one would promise a build that fails.
 import PackageDescription
 
 let package = Package(
     name: "OfferGate",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "offergate", targets: ["offergate"]),
         .executable(name: "offerctl", targets: ["offerctl"]),
         .executable(name: "offer-load", targets: ["offer-load"]),
     ],
     targets: [
-        // MARK: Pure core (no IO, imports only Foundation)
-        .target(name: "OfferDomain"),
+        // MARK: Leaf utilities (no dependencies, not even Foundation; no IO): one copy each, for every layer
+        .target(name: "CivilTime"),
+        .target(name: "ByteCoding"),
+
+        // MARK: Pure core (no IO; imports only Foundation and the leaf CivilTime)
+        .target(name: "OfferDomain", dependencies: ["CivilTime"]),
+        // Leaf utility: the latency histogram the gateway's stats and the load harness share.
+        .target(name: "Metrics"),
 
         // MARK: C system libraries
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -24,18 +31,18 @@ let package = Package(
         .systemLibrary(name: "CEpoll"),
 
         // MARK: Adapters
-        .target(name: "OfferCrypto", dependencies: ["CCrypto"]),
-        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "OfferCrypto", dependencies: ["CCrypto", "ByteCoding"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime", "ByteCoding"]),
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
-        .target(name: "JSONRPC", dependencies: ["CEpoll"]),
+        .target(name: "JSONRPC", dependencies: ["CEpoll", "CivilTime", "ByteCoding"]),
         .target(name: "CLIKit"),
 
         // MARK: Application
         .target(
             name: "OfferGateway",
-            dependencies: ["OfferDomain", "OfferCrypto", "Postgres", "OfferStore", "JSONRPC"]
+            dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "Postgres"]),
+        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
@@ -50,6 +57,8 @@ let package = Package(
         // Test-only support (fresh databases, restartable PostgreSQL clusters, spawning built binaries): used by the
         // test targets only, never by a shipped executable.
         .target(name: "OfferTestSupport", dependencies: ["Postgres"]),
+        .testTarget(name: "CivilTimeTests", dependencies: ["CivilTime"]),
+        .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
         .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "OfferTestSupport"]),
@@ -62,8 +71,10 @@ let package = Package(
                 "OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres", "OfferTestSupport",
             ]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
+        .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(
-            name: "OfferLoadKitTests", dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport"]),
+            name: "OfferLoadKitTests",
+            dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport", "Metrics"]),
         // Runs the built offerctl against a real gateway (black-box, like an operator would).
         .testTarget(name: "OfferCtlTests", dependencies: ["JSONRPC", "Postgres", "OfferTestSupport"]),
     ],

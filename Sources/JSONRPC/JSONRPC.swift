@@ -1,4 +1,4 @@
-// JSONRPC: OfferGate's JSON-RPC 2.0 layer. It imports no other module of ours but the CEpoll header.
+// JSONRPC: OfferGate's JSON-RPC 2.0 layer. Of our modules it imports only the leaf utilities and the CEpoll header.
 //
 // Map of the module
 // - JSON:      JSONValue / JSONNumber / JSONObject (JSONValue.swift), JSONParsing (strict RFC 8259 parser),

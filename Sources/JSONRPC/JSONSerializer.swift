@@ -1,4 +1,5 @@
 // JSONValue -> bytes.
+import ByteCoding
 
 /// Serializes `JSONValue`s to compact UTF-8 JSON.
 public enum JSONSerializer {
@@ -64,55 +65,14 @@ public enum JSONSerializer {
         out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    static func appendInt(_ value: Int64, to out: inout [UInt8]) {
-        if value >= 0 && value < 10 {
-            out.append(UInt8(truncatingIfNeeded: value) + 0x30)
-            return
-        }
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch, enough for 20 digits
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            var position = scratch.count
-            while magnitude > 0 {
-                position -= 1
-                scratch[position] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
-                magnitude /= 10
-            }
-            if value < 0 { out.append(UInt8(ascii: "-")) }
-            out.append(contentsOf: scratch[position...])
-        }
+    /// The decimal digits of `value` (`ByteCoding.DecimalInteger`, shared with the JWS writer).
+    @inline(__always) static func appendInt(_ value: Int64, to out: inout [UInt8]) {
+        DecimalInteger.append(value, to: &out)
     }
 
-    static let hex: [UInt8] = Array("0123456789abcdef".utf8)
-
-    /// Appends a quoted, escaped JSON string.
+    /// Appends a quoted, escaped JSON string (`ByteCoding.JSONString`, the one escaping shared with the JWS writer).
+    @inlinable
     public static func appendString(_ string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        var s = string
-        s.withUTF8 { bytes in
-            var runStart = 0
-            for i in 0..<bytes.count {
-                let byte = bytes[i]
-                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
-                if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<i])) }
-                runStart = i + 1
-                out.append(UInt8(ascii: "\\"))
-                switch byte {
-                case 0x22: out.append(0x22)
-                case 0x5C: out.append(0x5C)
-                case 0x0A: out.append(UInt8(ascii: "n"))
-                case 0x0D: out.append(UInt8(ascii: "r"))
-                case 0x09: out.append(UInt8(ascii: "t"))
-                case 0x08: out.append(UInt8(ascii: "b"))
-                case 0x0C: out.append(UInt8(ascii: "f"))
-                default:
-                    out.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-                }
-            }
-            if runStart < bytes.count {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count]))
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONString.append(string, to: &out)
     }
 }

@@ -1,4 +1,5 @@
 // RFC 3339 timestamps without Foundation formatters (thread-safe, allocation-light).
+import CivilTime
 import Foundation
 
 /// RFC 3339 date-time parsing and formatting.
@@ -30,8 +31,7 @@ public enum RFC3339 {
             b[13] == UInt8(ascii: ":"), let minute = digits(14, 2), b[16] == UInt8(ascii: ":"),
             let second = digits(17, 2)
         else { return nil }
-        guard (1...12).contains(month), day >= 1, day <= daysInMonth(year, month), hour < 24, minute < 60,
-            second < 60
+        guard CivilDate(year: year, month: month, day: day).isValid, hour < 24, minute < 60, second < 60
         else { return nil }
         var index = 19
         var nanos = 0
@@ -60,7 +60,7 @@ public enum RFC3339 {
             return nil
         }
         guard index == b.count else { return nil }
-        let days = daysFromCivil(year, month, day)
+        let days = CivilDate(year: year, month: month, day: day).daysSince1970
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanos) / 1e9)
     }
@@ -77,9 +77,9 @@ public enum RFC3339 {
         }
         guard abs(whole) < 1e13 else { return nil }
         let total = Int(whole)
-        let days = total >= 0 ? total / 86_400 : (total - 86_399) / 86_400
-        let secondOfDay = total - days * 86_400
-        let (year, month, day) = civilFromDays(days)
+        let (days, secondOfDay) = CivilDate.split(secondsSince1970: total)
+        let civil = CivilDate(daysSince1970: days)
+        let (year, month, day) = (civil.year, civil.month, civil.day)
         guard (0...9999).contains(year) else { return nil }
         var out: [UInt8] = []
         out.reserveCapacity(24)
@@ -110,37 +110,5 @@ public enum RFC3339 {
         }
         out.append(UInt8(ascii: "Z"))
         return String(decoding: out, as: UTF8.self)
-    }
-
-    static func isLeap(_ y: Int) -> Bool { (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 }
-
-    static func daysInMonth(_ y: Int, _ m: Int) -> Int {
-        switch m {
-        case 2: return isLeap(y) ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    // Howard Hinnant's days_from_civil / civil_from_days.
-    static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int {
-        let y = m <= 2 ? y0 - 1 : y0
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 }

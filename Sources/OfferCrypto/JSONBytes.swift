@@ -1,3 +1,5 @@
+import ByteCoding
+
 /// A JSON value for the exact-bytes JWS writer: only what Apple's tokens need.
 public enum JWSClaimValue: Sendable, Equatable {
     /// A JSON string (escaped per RFC 8259; non-ASCII written as UTF-8).
@@ -39,55 +41,14 @@ struct JSONObjectWriter {
         return bytes
     }
 
-    /// Decimal digits of `number` without an intermediate `String`.
+    /// Decimal digits of `number` without an intermediate `String` (`ByteCoding.DecimalInteger`, shared with the
+    /// JSON-RPC serializer).
     static func appendInteger(_ number: Int64, to out: inout [UInt8]) {
-        if number < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = number.magnitude
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch: enough for 20 digits
-        withUnsafeMutableBytes(of: &digits) { scratch in
-            var index = scratch.count
-            repeat {
-                index -= 1
-                scratch[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[index...]))
-        }
+        DecimalInteger.append(number, to: &out)
     }
 
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
+    /// A quoted JSON string (`ByteCoding.JSONString`, the one escaping shared with the JSON-RPC serializer).
     static func appendString(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        // Fast path: nothing to escape (the common case) → one bulk copy.
-        var text = text
-        let copied: Bool = text.withUTF8 { utf8 in
-            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                return false
-            }
-            out.append(contentsOf: utf8)
-            return true
-        }
-        if copied {
-            out.append(UInt8(ascii: "\""))
-            return
-        }
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x00..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        JSONString.append(text, to: &out)
     }
 }

@@ -113,22 +113,10 @@ final class PKeyHandle: @unchecked Sendable {
         try withDERSignature(message) { _, der in Array(der) }
     }
 
-    /// ECDSA-SHA256 over `message` as raw `r‖s` (32 bytes each, big-endian, zero-padded), as ES256 wants it:
-    /// the DER signature is decoded with `d2i_ECDSA_SIG` into the slot's reusable `ECDSA_SIG` and each component
-    /// written with `BN_bn2binpad(…, 32)` (leading zero bytes occur in ~1 % of signatures).
+    /// ECDSA-SHA256 over `message` as raw `r‖s` (32 bytes each, big-endian, zero-padded), as ES256 wants it: the
+    /// DER signature goes through `ECDSASignatureEncoding.raw(fromDER:using:)` with the slot's reusable `ECDSA_SIG`.
     func signRaw(_ message: UnsafeRawBufferPointer) throws(CryptoError) -> [UInt8] {
-        try withDERSignature(message) { slot, der -> [UInt8]? in
-            var cursor: UnsafePointer<UInt8>? = der.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            var target: OpaquePointer? = slot.sig
-            guard d2i_ECDSA_SIG(&target, &cursor, der.count) != nil, let r = ECDSA_SIG_get0_r(slot.sig),
-                let s = ECDSA_SIG_get0_s(slot.sig)
-            else { return nil }
-            var raw = [UInt8](repeating: 0, count: 64)
-            let ok = raw.withUnsafeMutableBufferPointer { out in
-                BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
-            }
-            return ok ? raw : nil
-        }
+        try withDERSignature(message) { slot, der in ECDSASignatureEncoding.raw(fromDER: der, using: slot.sig) }
     }
 
     /// ECDSA-SHA256 verification of a DER signature. `false` for a signature that does not verify or is not DER.
@@ -171,6 +159,28 @@ final class PKeyHandle: @unchecked Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Reads one PEM block from `pem` with `read` (a libcrypto PEM reader on a memory BIO), requires an EC P-256
+    /// key and takes ownership of it: the one parsing path for private and public keys. Frees the key on any
+    /// failure; error descriptions never contain the key.
+    static func parseP256(
+        pem: [UInt8], forSigning: Bool, failure: String, _ read: (OpaquePointer) -> OpaquePointer?
+    ) throws(CryptoError) -> PKeyHandle {
+        OpenSSLErrorQueue.clear()
+        let parsed: OpaquePointer? = pem.withUnsafeBufferPointer { buf in
+            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return read(bio)
+        }
+        guard let pkey = parsed else { throw CryptoError.drainingQueue(.keyParseFailed, failure) }
+        do throws(CryptoError) {
+            try requireP256(pkey)
+        } catch {
+            EVP_PKEY_free(pkey)
+            throw error
+        }
+        return try PKeyHandle(taking: pkey, forSigning: forSigning)
+    }
+
     /// Fails unless `pkey` is an EC key on P-256. Does not free `pkey`.
     static func requireP256(_ pkey: OpaquePointer) throws(CryptoError) {
         guard EVP_PKEY_is_a(pkey, "EC") == 1 else {
@@ -207,22 +217,10 @@ public struct SigningKey: Sendable {
     /// P-256. Error descriptions never contain the key.
     public init(pkcs8PEM text: String) throws(CryptoError) {
         let normalised = try PEMNormaliser.normalisePKCS8PrivateKey(text)
-        OpenSSLErrorQueue.clear()
-        let parsed: OpaquePointer? = normalised.withUnsafeBufferPointer { buf in
-            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return ccrypto_pem_read_private_key(bio)
-        }
-        guard let pkey = parsed else {
-            throw CryptoError.drainingQueue(.keyParseFailed, "OpenSSL could not parse the PKCS#8 private key")
-        }
-        do throws(CryptoError) {
-            try PKeyHandle.requireP256(pkey)
-        } catch {
-            EVP_PKEY_free(pkey)
-            throw error
-        }
-        try self.init(handle: PKeyHandle(taking: pkey, forSigning: true))
+        let handle = try PKeyHandle.parseP256(
+            pem: normalised, forSigning: true, failure: "OpenSSL could not parse the PKCS#8 private key"
+        ) { bio in ccrypto_pem_read_private_key(bio) }
+        try self.init(handle: handle)
     }
 
     private init(handle: PKeyHandle) throws(CryptoError) {
@@ -269,23 +267,9 @@ public struct PublicKey: Sendable {
 
     /// Parses an SPKI PEM (`-----BEGIN PUBLIC KEY-----`) P-256 public key.
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        OpenSSLErrorQueue.clear()
-        let parsed: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
-            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
-        }
-        guard let pkey = parsed else {
-            throw CryptoError.drainingQueue(.keyParseFailed, "OpenSSL could not parse the public key PEM")
-        }
-        do throws(CryptoError) {
-            try PKeyHandle.requireP256(pkey)
-        } catch {
-            EVP_PKEY_free(pkey)
-            throw error
-        }
-        handle = try PKeyHandle(taking: pkey, forSigning: false)
+        handle = try PKeyHandle.parseP256(
+            pem: Array(pem.utf8), forSigning: false, failure: "OpenSSL could not parse the public key PEM"
+        ) { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
     }
 
     /// The key as SPKI PEM.
@@ -318,53 +302,36 @@ public struct PublicKey: Sendable {
     }
 }
 
-/// The parts of a compact JWS (`b64url(header).b64url(payload).b64url(signature)`), decoded but not verified.
-public struct CompactJWS: Sendable, Equatable {
-    /// The header JSON bytes.
-    public let header: [UInt8]
-    /// The payload (claims) JSON bytes.
-    public let payload: [UInt8]
-    /// The signature bytes (64 for ES256).
-    public let signature: [UInt8]
-    /// The ASCII bytes that were signed: `b64url(header) "." b64url(payload)`.
-    public let signingInput: [UInt8]
-
-    /// Splits and base64url-decodes a compact JWS; requires three parts and a 64-byte signature.
-    public init(compact: String) throws(CryptoError) {
-        let parts = compact.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw CryptoError(.malformedJWS, "expected 3 dot-separated parts, got \(parts.count)")
-        }
-        guard let header = Base64URL.decode(bytes: parts[0]), let payload = Base64URL.decode(bytes: parts[1]),
-            let signature = Base64URL.decode(bytes: parts[2])
-        else { throw CryptoError(.malformedJWS, "a part is not base64url without padding") }
-        guard signature.count == 64 else {
-            throw CryptoError(.malformedJWS, "ES256 signature must be 64 bytes, got \(signature.count)")
-        }
-        self.header = header
-        self.payload = payload
-        self.signature = signature
-        self.signingInput = Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1])
-    }
-}
-
 /// Conversions between ASN.1 DER ECDSA signatures and JWS's raw `r‖s`.
 enum ECDSASignatureEncoding {
+    /// Raw `r‖s` (32 bytes each, big-endian, zero-padded) of a DER signature. Decodes into a fresh `ECDSA_SIG`;
+    /// signing uses `raw(fromDER:using:)` with a reusable one.
     static func derToRaw(_ der: [UInt8]) throws(CryptoError) -> [UInt8] {
-        var raw = [UInt8](repeating: 0, count: 64)
-        let ok: Bool = der.withUnsafeBufferPointer { buf in
-            var cursor: UnsafePointer<UInt8>? = buf.baseAddress
-            guard let sig = d2i_ECDSA_SIG(nil, &cursor, buf.count) else { return false }
-            defer { ECDSA_SIG_free(sig) }
-            guard let r = ECDSA_SIG_get0_r(sig), let s = ECDSA_SIG_get0_s(sig) else { return false }
-            return raw.withUnsafeMutableBufferPointer { out in
-                BN_bn2binpad(r, out.baseAddress, 32) == 32 && BN_bn2binpad(s, out.baseAddress! + 32, 32) == 32
-            }
+        guard let sig = ECDSA_SIG_new() else {
+            throw CryptoError.drainingQueue(.signingFailed, "ECDSA_SIG_new failed")
         }
-        guard ok else {
+        defer { ECDSA_SIG_free(sig) }
+        let converted = der.withUnsafeBytes { raw(fromDER: $0, using: sig) }
+        guard let converted else {
             throw CryptoError.drainingQueue(.signingFailed, "DER to raw ECDSA signature conversion failed")
         }
-        return raw
+        return converted
+    }
+
+    /// The one DER→raw conversion: decodes `der` with `d2i_ECDSA_SIG` into `sig` (reused, not freed) and writes
+    /// each component with `BN_bn2binpad(…, 32)` (leading zero bytes occur in ~1 % of signatures). `nil` if
+    /// `der` is not a DER ECDSA signature of P-256 size.
+    static func raw(fromDER der: UnsafeRawBufferPointer, using sig: OpaquePointer) -> [UInt8]? {
+        var cursor: UnsafePointer<UInt8>? = der.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        var target: OpaquePointer? = sig
+        guard d2i_ECDSA_SIG(&target, &cursor, der.count) != nil, let r = ECDSA_SIG_get0_r(sig),
+            let s = ECDSA_SIG_get0_s(sig)
+        else { return nil }
+        var out = [UInt8](repeating: 0, count: 64)
+        let ok = out.withUnsafeMutableBufferPointer { buffer in
+            BN_bn2binpad(r, buffer.baseAddress, 32) == 32 && BN_bn2binpad(s, buffer.baseAddress! + 32, 32) == 32
+        }
+        return ok ? out : nil
     }
 
     static func rawToDER(_ raw: [UInt8]) throws(CryptoError) -> [UInt8] {

@@ -1,3 +1,4 @@
+import ByteCoding
 import CCrypto
 
 /// The SHA-256 implementation, fetched from OpenSSL's default provider once.
@@ -85,45 +86,9 @@ public enum HMACSHA256 {
     }
 }
 
-/// Lowercase hexadecimal.
-public enum Hex {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    /// Lowercase hex of `bytes`.
-    public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// Bytes of a hex string (either case); `nil` if it is not hex of even length.
-    public static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(chars.count / 2)
-        var index = 0
-        while index < chars.count {
-            guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ char: UInt8) -> UInt8? {
-        switch char {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return char - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return char - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return char - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
-}
+/// Lowercase hexadecimal (`ByteCoding.Hex`, the one copy every module shares), re-exported under the name
+/// OfferCrypto has always offered.
+public typealias Hex = ByteCoding.Hex
 
 /// Constant-time comparison (`CRYPTO_memcmp`), for MACs, API key hashes and tokens.
 public enum ConstantTime {
@@ -134,61 +99,5 @@ public enum ConstantTime {
         return lhs.withUnsafeBytes { a in
             rhs.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
         }
-    }
-}
-
-/// Cryptographically secure random bytes from OpenSSL's CSPRNG (`RAND_bytes`).
-public enum SecureRandom {
-    /// `count` random bytes.
-    public static func bytes(count: Int) throws(CryptoError) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        try fill(&out)
-        return out
-    }
-
-    /// Overwrites `buffer` with random bytes.
-    public static func fill(_ buffer: inout [UInt8]) throws(CryptoError) {
-        if buffer.isEmpty { return }
-        let ok = buffer.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
-        if ok != 1 { throw CryptoError.drainingQueue(.randomFailed, "RAND_bytes failed") }
-    }
-}
-
-/// A `RandomNumberGenerator` over `RAND_bytes` that refills a 4 KiB buffer, so drawing millions of values (one-time
-/// offer codes) costs one OpenSSL call per 512 values.
-///
-/// Copies share one buffer (a reference), so a copied generator never repeats its original's output. Not
-/// `Sendable`: make one per task. If `RAND_bytes` ever fails, the buffer is refilled from the system generator
-/// (`getrandom`), which is also cryptographically secure.
-public struct SecureRandomGenerator: RandomNumberGenerator {
-    private final class Buffer {
-        var words = [UInt64](repeating: 0, count: 512)
-        var index = 512
-
-        func refill() {
-            let ok = words.withUnsafeMutableBytes {
-                RAND_bytes($0.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32($0.count))
-            }
-            if ok != 1 {
-                OpenSSLErrorQueue.clear()
-                var system = SystemRandomNumberGenerator()
-                for i in words.indices { words[i] = system.next() }
-            }
-            index = 0
-        }
-    }
-
-    private let buffer = Buffer()
-
-    /// A generator with an empty buffer (filled on first use).
-    public init() {}
-
-    /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
-        if buffer.index == buffer.words.count { buffer.refill() }
-        let value = buffer.words[buffer.index]
-        buffer.words[buffer.index] = 0
-        buffer.index += 1
-        return value
     }
 }

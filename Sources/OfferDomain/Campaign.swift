@@ -60,9 +60,9 @@ public struct CampaignLimits: Sendable, Hashable, Codable {
     public enum Decision: String, Sendable, Hashable, Codable {
         /// Fits.
         case accepted
-        /// The campaign's total limit is reached (`-32041`).
+        /// The campaign's total limit is reached.
         case exhausted
-        /// This customer's limit is reached (`-32043`).
+        /// This customer's limit is reached.
         case customerLimitReached
     }
 
@@ -89,30 +89,11 @@ public struct CampaignLimits: Sendable, Hashable, Codable {
         if let totalLimit, redeemed >= totalLimit { return .exhausted }
         return .accepted
     }
-
-    /// Decides a batch of requests (customer ids, already normalised) in arrival order.
-    ///
-    /// `redeemed` is the campaign's current count, `perCustomer` each customer's current count. A request is
-    /// refused for its customer's limit before the total is considered, so a refused request never uses
-    /// capacity; accepted ones count towards both limits for later requests of the same batch.
-    public func admit(_ requests: [String], redeemed: Int, perCustomer: [String: Int]) -> [Decision] {
-        var total = redeemed
-        var counts = perCustomer
-        return requests.map { customer in
-            let used = counts[customer, default: 0]
-            let decision = decide(redeemed: total, customerRedeemed: used)
-            if decision == .accepted {
-                total += 1
-                counts[customer] = used + 1
-            }
-            return decision
-        }
-    }
 }
 
 /// A code campaign's definition (pure part of `campaigns.create`).
 public struct Campaign: Sendable, Hashable, Codable {
-    /// Why a redemption is refused, with the JSON-RPC code of API.md.
+    /// Why a redemption is refused (the raw values are the API's `reason` codes; the gateway owns the wire codes).
     public enum Refusal: String, Sendable, Hashable, Codable, CaseIterable {
         case campaignNotStarted = "campaign_not_started"
         case campaignExpired = "campaign_expired"
@@ -120,16 +101,6 @@ public struct Campaign: Sendable, Hashable, Codable {
         case notInCampaignEligibility = "not_in_campaign_eligibility"
         case codeExhausted = "code_exhausted"
         case customerLimitReached = "customer_limit_reached"
-
-        /// The JSON-RPC error code from API.md §7.
-        public var rpcCode: Int {
-            switch self {
-            case .campaignNotStarted, .campaignExpired, .campaignDeactivated: -32042
-            case .notInCampaignEligibility: -32020
-            case .codeExhausted: -32041
-            case .customerLimitReached: -32043
-            }
-        }
     }
 
     /// Apple's cap on one app's code redemptions per quarter.
@@ -206,6 +177,9 @@ public struct Campaign: Sendable, Hashable, Codable {
         eligibility.contains(CampaignAudience(state))
     }
 
+    /// Whether the campaign admits every audience (then no customer history is needed to decide).
+    public var admitsEveryone: Bool { eligibility.count == CampaignAudience.allCases.count }
+
     /// Why no redemption may proceed at `at` because of the campaign itself (not started, expired, deactivated),
     /// or `nil` while it is active.
     public func stateRefusal(at: Date) -> Refusal? {
@@ -217,12 +191,19 @@ public struct Campaign: Sendable, Hashable, Codable {
         }
     }
 
-    /// Why a redemption by this customer would be refused now, or `nil` if it may proceed. Checked in order:
-    /// campaign state, eligibility, the customer's own limit, the total limit.
-    public func refusal(at: Date, customerState: GroupState, redeemed: Int, customerRedeemed: Int) -> Refusal? {
-        if let refusal = stateRefusal(at: at) { return refusal }
-        if !admits(customerState) { return .notInCampaignEligibility }
-        switch limits.decide(redeemed: redeemed, customerRedeemed: customerRedeemed) {
+    /// Why a redemption would be refused, or `nil` if it may proceed: the one refusal order, used by `codes.validate`
+    /// (read-only) and by every `codes.redeem` batch (under the campaign lock), so the two always agree:
+    ///
+    /// 1. the campaign itself: not started, expired, deactivated;
+    /// 2. the customer is not in the campaign's eligibility;
+    /// 3. this one-time code was redeemed already (`codeExhausted`);
+    /// 4. the customer's own limit (checked before the total, so a refused request never uses capacity);
+    /// 5. the total limit (`codeExhausted`).
+    public func refusal(_ facts: RedemptionFacts) -> Refusal? {
+        if let refusal = stateRefusal(at: facts.at) { return refusal }
+        if !facts.customerEligible { return .notInCampaignEligibility }
+        if facts.oneTimeCodeUsed { return .codeExhausted }
+        switch limits.decide(redeemed: facts.redeemed, customerRedeemed: facts.customerRedeemed) {
         case .customerLimitReached: return .customerLimitReached
         case .exhausted: return .codeExhausted
         case .accepted: return nil
@@ -244,6 +225,30 @@ public struct Campaign: Sendable, Hashable, Codable {
             }
         }
         return warnings
+    }
+}
+
+/// Everything a redemption decision looks at, at one instant (see ``Campaign/refusal(_:)``).
+public struct RedemptionFacts: Sendable, Hashable {
+    /// The decision time.
+    public var at: Date
+    /// Whether the customer's state in the offer's group is in the campaign's eligibility
+    /// (``Campaign/admits(_:)``; always true for a campaign open to every audience).
+    public var customerEligible: Bool
+    /// Whether this one-time code is redeemed already (always false for a custom code).
+    public var oneTimeCodeUsed: Bool
+    /// The campaign's successful, not-rolled-back redemptions.
+    public var redeemed: Int
+    /// This customer's.
+    public var customerRedeemed: Int
+
+    /// Creates the facts of one decision.
+    public init(at: Date, customerEligible: Bool, oneTimeCodeUsed: Bool, redeemed: Int, customerRedeemed: Int) {
+        self.at = at
+        self.customerEligible = customerEligible
+        self.oneTimeCodeUsed = oneTimeCodeUsed
+        self.redeemed = redeemed
+        self.customerRedeemed = customerRedeemed
     }
 }
 

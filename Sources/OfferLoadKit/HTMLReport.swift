@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 
 /// The `--report FILE.html` page: one self-contained document (no scripts, stylesheets, fonts or images from
 /// elsewhere) with the summary table, the per-second throughput chart, the latency-over-time chart (p50 and p99

@@ -1,5 +1,5 @@
 import Foundation
-import Postgres
+import OfferStore
 
 /// What the database held for one campaign at one moment.
 public struct CampaignSnapshot: Sendable, Equatable {
@@ -13,17 +13,18 @@ public struct CampaignSnapshot: Sendable, Equatable {
     public let ids: Set<String>?
 }
 
-/// Reads the facts of the invariant check from PostgreSQL, read-only: the campaigns, their live redemptions,
-/// one-time codes with more than one live redemption, and the run's idempotency keys with more than one redemption.
+/// Reads the facts of the invariant check from PostgreSQL, read-only, through the store's `LedgerAudit` (the store
+/// owns the SQL against its tables): the campaigns, their live redemptions, one-time codes with more than one live
+/// redemption, and the run's idempotency keys with more than one redemption.
 ///
 /// Every query runs in a `READ ONLY` transaction on a connection of its own, so the check can never write.
 public struct LedgerReader: Sendable {
-    public let configuration: PostgresConfiguration
+    let audit: LedgerAudit
 
     /// - Parameter conninfo: a libpq conninfo or URI (`--database-url` / `DATABASE_URL`).
     public init(conninfo: String) throws(OfferLoadError) {
         do {
-            configuration = try PostgresConfiguration(conninfo: conninfo, applicationName: "offer-load")
+            audit = try LedgerAudit(url: conninfo, applicationName: "offer-load")
         } catch {
             throw OfferLoadError(.ledgerFailed, context: "--database-url", "not a usable connection string")
         }
@@ -33,36 +34,14 @@ public struct LedgerReader: Sendable {
     public func snapshot(tenant: String, campaigns: [String], withIds: Bool) async throws(OfferLoadError)
         -> [CampaignSnapshot]
     {
-        try await readOnly { connection in
-            var out: [CampaignSnapshot] = []
-            for campaign in campaigns {
-                let rows = try await connection.query(
-                    """
-                    SELECT c.total_limit, (c.redeemed - c.rolled_back)::bigint,
-                           (SELECT count(*) FROM redemptions r
-                             WHERE r.tenant_id = c.tenant_id AND r.campaign_id = c.campaign_id
-                               AND r.rolled_back_at IS NULL)::bigint
-                      FROM campaigns c JOIN tenants t ON t.tenant_id = c.tenant_id
-                     WHERE t.slug = \(tenant) AND c.campaign_id = \(campaign)
-                    """)
-                guard let row = rows.first else {
-                    throw OfferLoadError(.ledgerFailed, context: campaign, "no such campaign in the database")
-                }
-                let (limit, counter, recorded) = try row.decode(Int?.self, Int.self, Int.self)
-                var ids: Set<String>?
-                if withIds {
-                    let idRows = try await connection.query(
-                        """
-                        SELECT r.redemption_id::text FROM redemptions r JOIN tenants t ON t.tenant_id = r.tenant_id
-                         WHERE t.slug = \(tenant) AND r.campaign_id = \(campaign) AND r.rolled_back_at IS NULL
-                        """)
-                    ids = Set(try idRows.map { try $0.decode(String.self, at: 0).lowercased() })
-                }
-                out.append(
-                    CampaignSnapshot(
-                        campaignId: campaign, totalLimit: limit, recorded: recorded, counter: counter, ids: ids))
+        do {
+            return try await audit.campaigns(tenant: tenant, campaigns, withIds: withIds).map {
+                CampaignSnapshot(
+                    campaignId: $0.campaignId, totalLimit: $0.totalLimit, recorded: $0.recorded, counter: $0.counter,
+                    ids: $0.ids)
             }
-            return out
+        } catch {
+            throw Self.ledgerError(error)
         }
     }
 
@@ -70,20 +49,10 @@ public struct LedgerReader: Sendable {
     public func oneTimeCodesRedeemedTwice(tenant: String, campaigns: [String]) async throws(OfferLoadError)
         -> [String: Int]
     {
-        try await readOnly { connection in
-            let rows = try await connection.query(
-                """
-                SELECT r.code, count(*)::bigint FROM redemptions r JOIN tenants t ON t.tenant_id = r.tenant_id
-                 WHERE t.slug = \(tenant) AND r.campaign_id = ANY(\(campaigns)) AND r.one_time
-                   AND r.rolled_back_at IS NULL
-                 GROUP BY r.code HAVING count(*) > 1
-                """)
-            var out: [String: Int] = [:]
-            for row in rows {
-                let (code, count) = try row.decode(String.self, Int.self)
-                out[code] = count
-            }
-            return out
+        do {
+            return try await audit.oneTimeCodesRedeemedTwice(tenant: tenant, campaigns: campaigns)
+        } catch {
+            throw Self.ledgerError(error)
         }
     }
 
@@ -92,22 +61,18 @@ public struct LedgerReader: Sendable {
     public func idempotencyKeysRedeemedTwice(tenant: String, prefix: String) async throws(OfferLoadError)
         -> [String: Int]
     {
-        let pattern = prefix.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
-            .replacingOccurrences(of: "_", with: "\\_") + "%"
-        return try await readOnly { connection in
-            let rows = try await connection.query(
-                """
-                SELECT r.idempotency_key, count(*)::bigint
-                  FROM redemptions r JOIN tenants t ON t.tenant_id = r.tenant_id
-                 WHERE t.slug = \(tenant) AND r.idempotency_key LIKE \(pattern)
-                 GROUP BY r.idempotency_key HAVING count(*) > 1
-                """)
-            var out: [String: Int] = [:]
-            for row in rows {
-                let (key, count) = try row.decode(String.self, Int.self)
-                out[key] = count
-            }
-            return out
+        do {
+            return try await audit.idempotencyKeysRedeemedTwice(tenant: tenant, prefix: prefix)
+        } catch {
+            throw Self.ledgerError(error)
+        }
+    }
+
+    static func ledgerError(_ error: StoreError) -> OfferLoadError {
+        switch error {
+        case .notFound(let what): OfferLoadError(.ledgerFailed, context: what, "no such campaign in the database")
+        case .unavailable: OfferLoadError(.ledgerFailed, context: "--database-url", "cannot connect: \(error)")
+        default: OfferLoadError(.ledgerFailed, context: "database", String(describing: error))
         }
     }
 
@@ -127,29 +92,5 @@ public struct LedgerReader: Sendable {
             acknowledged: acknowledged, campaigns: facts,
             oneTimeCodeRedemptions: try await oneTimeCodesRedeemedTwice(tenant: tenant, campaigns: campaigns),
             idempotencyKeyRedemptions: try await idempotencyKeysRedeemedTwice(tenant: tenant, prefix: runTag + "-k"))
-    }
-
-    private func readOnly<T: Sendable>(_ body: @Sendable (PostgresConnection) async throws -> T)
-        async throws(OfferLoadError) -> T
-    {
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(configuration: configuration)
-        } catch {
-            throw OfferLoadError(.ledgerFailed, context: "--database-url", "cannot connect: \(error)")
-        }
-        do {
-            _ = try await connection.simpleQuery(unsafeSQL: "BEGIN TRANSACTION READ ONLY")
-            let value = try await body(connection)
-            _ = try await connection.simpleQuery(unsafeSQL: "COMMIT")
-            await connection.close()
-            return value
-        } catch let error as OfferLoadError {
-            await connection.close()
-            throw error
-        } catch {
-            await connection.close()
-            throw OfferLoadError(.ledgerFailed, context: "database", String(describing: error))
-        }
     }
 }

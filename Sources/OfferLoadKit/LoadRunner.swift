@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import Synchronization
 
 /// A redemption the gateway acknowledged during the run (warm-up included: the database records those too).

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 
 /// Latency figures of a run in microseconds (within the histogram's < 0.8 % bound; min and max exact).
 public struct LatencySummary: Sendable, Equatable, Codable {

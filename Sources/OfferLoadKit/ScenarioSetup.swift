@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import OfferCrypto
 
 /// How big the data set up for a run is, and what it is called.
 public struct SetupOptions: Sendable, Equatable {
@@ -202,7 +203,7 @@ public enum ScenarioSetup {
             fixture.promotionalOffers = promotionalOffers(products: o.products, offers: o.offersPerProduct)
         }
         if needs.contains(.signingKey) {
-            progress("keys.import (fresh P-256 key from openssl)")
+            progress("keys.import (fresh P-256 key)")
             let pem = try await generatePrivateKeyPEM()
             try await admin.call(
                 "keys.import",
@@ -304,39 +305,12 @@ public enum ScenarioSetup {
         return created
     }
 
-    /// A fresh P-256 private key as PKCS#8 PEM, from `openssl` in a subprocess (run on its own thread, so the
-    /// cooperative pool is not blocked while it runs).
+    /// A fresh P-256 private key as PKCS#8 PEM (OfferCrypto's `SigningKey.generate()`, in process).
     public static func generatePrivateKeyPEM() async throws(OfferLoadError) -> String {
-        let script = "openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt"
-        let result: Result<String, OfferLoadError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: runShell(script))
-            }
-            thread.start()
-        }
-        return try result.get()
-    }
-
-    private static func runShell(_ script: String) -> Result<String, OfferLoadError> {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", "set -o pipefail; " + script]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
         do {
-            try process.run()
+            return try SigningKey.generate().exportPKCS8PEM()
         } catch {
-            return .failure(OfferLoadError(.setupFailed, context: "openssl", "cannot run /bin/bash: \(error)"))
+            throw OfferLoadError(.setupFailed, context: "keys.import", "key generation failed: \(error)")
         }
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0, text.contains("-----BEGIN PRIVATE KEY-----") else {
-            return .failure(
-                OfferLoadError(
-                    .setupFailed, context: "openssl", "key generation failed (status \(process.terminationStatus))"))
-        }
-        return .success(text)
     }
 }

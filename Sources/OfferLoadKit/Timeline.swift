@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 
 /// Per-second figures of a run, for the latency-over-time chart: completions, errors and a coarse latency sketch
 /// (a ``LatencyHistogram`` of 5 precision bits, < 3.2 % error) per second of the measured window.

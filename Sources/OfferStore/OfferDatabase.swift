@@ -1,21 +1,27 @@
 import Foundation
 import Postgres
 
-/// The gateway's database: a connection pool plus the schema it expects.
+/// The gateway's database: a connection pool plus the schema it expects. PostgreSQL's own types stay inside the
+/// store: callers see repositories, `StoreError`, `PoolStats` and `ChangeFeed`.
 public struct OfferDatabase: Sendable {
-    public let pool: PostgresPool
+    /// The statement timeout `connect` applies unless told otherwise.
+    public static let defaultStatementTimeout: Duration = .seconds(30)
 
-    public init(pool: PostgresPool) {
+    let pool: PostgresPool
+
+    init(pool: PostgresPool) {
         self.pool = pool
     }
 
-    /// Opens a pool on `url` (a libpq connection string or URI).
+    /// Opens a pool on `url` (a libpq connection string or URI). Every statement of every pooled connection runs
+    /// under `statementTimeout` (the server stops it after that long; `.zero` disables the limit).
     public static func connect(
         url: String, maxConnections: Int = 16, acquireTimeout: Duration = .seconds(5),
-        applicationName: String = "offergate"
+        applicationName: String = "offergate", statementTimeout: Duration = defaultStatementTimeout
     ) throws(StoreError) -> OfferDatabase {
         do {
-            let configuration = try PostgresConfiguration(conninfo: url, applicationName: applicationName)
+            let configuration = try PostgresConfiguration(
+                conninfo: url, applicationName: applicationName, statementTimeout: statementTimeout)
             let pool = PostgresPool(
                 configuration: configuration, maxConnections: maxConnections, acquireTimeout: acquireTimeout)
             return OfferDatabase(pool: pool)
@@ -25,10 +31,10 @@ public struct OfferDatabase: Sendable {
     }
 
     /// The schema migrations carried in this binary (generated from `migrations/` by `ops/gen-migrations`).
-    public static var migrations: [Migration] { EmbeddedMigrations.all }
+    static var migrations: [Migration] { EmbeddedMigrations.all }
 
     /// Applies pending migrations (idempotent; safe when several processes do it at once). Returns the versions
-    /// applied by this call.
+    /// applied by this call. Not bounded by the statement timeout.
     @discardableResult
     public func migrate() async throws(StoreError) -> [Int] {
         try await storeCall { try await Migrator(migrations: Self.migrations).migrate(on: pool) }
@@ -39,9 +45,44 @@ public struct OfferDatabase: Sendable {
         (try? await pool.query("SELECT 1", prepared: true)) != nil
     }
 
+    /// The pool's counters now.
+    public func stats() -> PoolStats {
+        let s = pool.stats()
+        return PoolStats(
+            open: s.open, idle: s.idle, inUse: s.inUse, connecting: s.connecting, waiters: s.waiters,
+            maxConnections: s.maxConnections)
+    }
+
+    /// Closes the pool: idle connections now, leased ones when given back; later calls fail as unavailable.
+    public func close() async {
+        await pool.close()
+    }
+
     public var tenants: TenantRepository { TenantRepository(pool: pool) }
     public var signingKeys: SigningKeyRepository { SigningKeyRepository(pool: pool) }
     public var catalog: CatalogRepository { CatalogRepository(pool: pool) }
     public var subscriptions: SubscriptionRepository { SubscriptionRepository(pool: pool) }
     public var signatures: SignatureLedger { SignatureLedger(pool: pool) }
+}
+
+/// A snapshot of the database pool's counters (for `system.stats`).
+public struct PoolStats: Sendable, Equatable {
+    /// Open connections (idle + in use).
+    public var open: Int
+    public var idle: Int
+    public var inUse: Int
+    /// Connections being opened.
+    public var connecting: Int
+    /// Tasks waiting for a connection.
+    public var waiters: Int
+    public var maxConnections: Int
+
+    public init(open: Int, idle: Int, inUse: Int, connecting: Int, waiters: Int, maxConnections: Int) {
+        self.open = open
+        self.idle = idle
+        self.inUse = inUse
+        self.connecting = connecting
+        self.waiters = waiters
+        self.maxConnections = maxConnections
+    }
 }

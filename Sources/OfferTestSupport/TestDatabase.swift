@@ -57,7 +57,10 @@ public enum TestDatabase {
     }
 }
 
-/// Polls `condition` until it is true or `timeout` passes; returns its last value.
+/// Waits until `condition` holds, or `timeout` passes; returns its last value. The one deadline-bound wait the
+/// tests share: use it to wait for a state or an event (a notification seen, a pool state, a process answering),
+/// never a fixed sleep. The 20 ms pause is only the interval between two looks; the wait ends at the first look
+/// that sees the condition.
 public func eventually(
     timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
 ) async rethrows -> Bool {

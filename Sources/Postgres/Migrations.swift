@@ -96,9 +96,11 @@ public struct Migrator: Sendable {
 
 extension PostgresConnection {
     func runMigrations(_ migrations: [Migration], lockKey: Int64) throws -> [Int] {
-        try query("SELECT pg_advisory_lock(\(lockKey))")
-        defer { _ = try? query("SELECT pg_advisory_unlock(\(lockKey))") }
-        try simpleQuery(
+        // A migration, and the wait for another process's, may take longer than a request's statement timeout.
+        try runSimpleQuery(unsafeSQL: "SET statement_timeout = 0")
+        try runQuery("SELECT pg_advisory_lock(\(lockKey))")
+        defer { _ = try? runQuery("SELECT pg_advisory_unlock(\(lockKey))") }
+        try runSimpleQuery(
             unsafeSQL: """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version int PRIMARY KEY,
@@ -108,14 +110,14 @@ extension PostgresConnection {
                 )
                 """)
         var appliedChecksums: [Int: String] = [:]
-        for row in try query("SELECT version, checksum FROM schema_migrations") {
+        for row in try runQuery("SELECT version, checksum FROM schema_migrations") {
             let (version, checksum) = try row.decode(Int.self, String.self)
             appliedChecksums[version] = checksum
         }
         var applied: [Int] = []
         for migration in migrations {
             let checksum =
-                try query("SELECT encode(sha256(convert_to(\(migration.sql), 'UTF8')), 'hex')")
+                try runQuery("SELECT encode(sha256(convert_to(\(migration.sql), 'UTF8')), 'hex')")
                 .scalar(String.self) ?? ""
             if let existing = appliedChecksums[migration.version] {
                 guard existing == checksum else {
@@ -125,15 +127,15 @@ extension PostgresConnection {
                 }
                 continue
             }
-            try simpleQuery(unsafeSQL: "BEGIN")
+            try runSimpleQuery(unsafeSQL: "BEGIN")
             do {
-                try simpleQuery(unsafeSQL: migration.sql)
-                try query(
+                try runSimpleQuery(unsafeSQL: migration.sql)
+                try runQuery(
                     """
                     INSERT INTO schema_migrations (version, name, checksum)
                     VALUES (\(migration.version), \(migration.name), \(checksum))
                     """)
-                try simpleQuery(unsafeSQL: "COMMIT")
+                try runSimpleQuery(unsafeSQL: "COMMIT")
             } catch var error as PostgresError {
                 rollbackIfInTransaction()
                 error.message = "migration \(migration.version) (\(migration.name)): " + error.message

@@ -5,7 +5,8 @@ import Foundation
 /// How to reach the server: a libpq conninfo (`host=/sock user=postgres dbname=app`) or URI (`postgresql://…`).
 ///
 /// Every connection also gets `TimeZone=UTC`, `DateStyle=ISO`, `extra_float_digits=3`, `bytea_output=hex` (via
-/// the startup `options`, appended to any the conninfo has) and `client_encoding=UTF8`.
+/// the startup `options`, appended to any the conninfo has) and `client_encoding=UTF8`; with `statementTimeout` set,
+/// `statement_timeout` too, so the limit holds from the first statement without a round trip.
 public struct PostgresConfiguration: Sendable, Hashable {
     /// The connection string as given.
     public var conninfo: String
@@ -13,13 +14,27 @@ public struct PostgresConfiguration: Sendable, Hashable {
     public var applicationName: String?
     /// Seconds libpq waits to connect (`connect_timeout`); nil keeps the conninfo's / libpq's default.
     public var connectTimeoutSeconds: Int?
+    /// The server's `statement_timeout` for every statement of every connection (a statement running longer fails
+    /// with SQLSTATE 57014); `.zero` disables it, nil keeps the server's setting. Whole milliseconds.
+    public var statementTimeout: Duration?
 
     /// Validates `conninfo` with `PQconninfoParse`.
-    public init(conninfo: String, applicationName: String? = nil, connectTimeoutSeconds: Int? = 10) throws {
+    public init(
+        conninfo: String, applicationName: String? = nil, connectTimeoutSeconds: Int? = 10,
+        statementTimeout: Duration? = nil
+    ) throws {
         self.conninfo = conninfo
         self.applicationName = applicationName
         self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.statementTimeout = statementTimeout
         _ = try parameters()
+    }
+
+    /// `statement_timeout` in milliseconds, as sent (nil: not sent).
+    var statementTimeoutMilliseconds: Int64? {
+        guard let statementTimeout else { return nil }
+        let (seconds, attoseconds) = statementTimeout.components
+        return max(0, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
     }
 
     static let sessionOptions = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c bytea_output=hex"
@@ -50,7 +65,9 @@ public struct PostgresConfiguration: Sendable, Hashable {
             default: pairs.append((key, text))
             }
         }
-        pairs.append(("options", userOptions.isEmpty ? Self.sessionOptions : userOptions + " " + Self.sessionOptions))
+        var session = Self.sessionOptions
+        if let ms = statementTimeoutMilliseconds { session += " -c statement_timeout=\(ms)" }
+        pairs.append(("options", userOptions.isEmpty ? session : userOptions + " " + session))
         pairs.append(("client_encoding", "UTF8"))
         if let applicationName { pairs.append(("application_name", applicationName)) }
         if let connectTimeoutSeconds { pairs.append(("connect_timeout", String(connectTimeoutSeconds))) }

@@ -30,6 +30,8 @@ public actor PostgresConnection {
 
     /// Owns the libpq handle (PQfinish in its deinit); only touched on this actor.
     private let box = LibPQConnectionBox()
+    /// Cancels the statement in progress from another thread when the awaiting task is cancelled.
+    nonisolated let canceller = StatementCanceller()
     /// The libpq handle; nil when closed.
     private var handle: OpaquePointer? {
         get { box.conn }
@@ -61,9 +63,17 @@ public actor PostgresConnection {
     /// (Re)connects: closes any current handle (and forgets its prepared statements), then opens a new one.
     public func connect() throws {
         close()
+        let conn = try Self.open(configuration)
+        canceller.install(conn)
+        handle = conn
+    }
+
+    /// The libpq connect steps, for this type and `PostgresListener`: `PQconnectdbParams` with the configuration's
+    /// parameters, the status check (closing a failed handle), and no notice output. Blocks until connected.
+    static func open(_ configuration: PostgresConfiguration) throws -> OpaquePointer {
         let pairs = try configuration.parameters()
-        let conn = Self.withCStrings(pairs.map(\.0)) { keywords in
-            Self.withCStrings(pairs.map(\.1)) { values in
+        let conn = withCStrings(pairs.map(\.0)) { keywords in
+            withCStrings(pairs.map(\.1)) { values in
                 PQconnectdbParams(keywords, values, 0)
             }
         }
@@ -75,11 +85,12 @@ public actor PostgresConnection {
         }
         // The gateway speaks JSON on stdout and keeps stderr for logs: swallow NOTICE/WARNING messages.
         PQsetNoticeProcessor(conn, { _, _ in }, nil)
-        handle = conn
+        return conn
     }
 
     /// Closes the connection (idempotent).
     public func close() {
+        canceller.uninstall()
         if let handle { PQfinish(handle) }
         handle = nil
         preparedStatements.removeAll()
@@ -102,8 +113,55 @@ public actor PostgresConnection {
 
     /// Runs one parameterized statement. With `prepared: true` the statement is prepared once per connection
     /// (keyed by SQL text and parameter types) and executed with `PQexecPrepared` after.
+    ///
+    /// Cancelling the awaiting task cancels the statement on the server (`PQcancel`) and throws `.cancelled`; the
+    /// connection is then closed (call `connect()` to use it again; a pool discards it).
     @discardableResult
-    public func query(_ query: PostgresQuery, prepared: Bool = false) throws -> PostgresRows {
+    public func query(_ query: PostgresQuery, prepared: Bool = false) async throws -> PostgresRows {
+        try await cancellable { try runQuery(query, prepared: prepared) }
+    }
+
+    /// Runs SQL text with the simple query protocol (`PQexec`): several `;`-separated statements are allowed
+    /// (migrations); no parameters. Returns the last statement's result. Never pass untrusted input. Cancellable
+    /// like `query(_:prepared:)`.
+    @discardableResult
+    public func simpleQuery(unsafeSQL sql: String) async throws -> PostgresRows {
+        try await cancellable { try runSimpleQuery(unsafeSQL: sql) }
+    }
+
+    /// Runs `queries` in one round trip using libpq pipeline mode, followed by one sync point.
+    ///
+    /// Each element of the result is that statement's rows or its error. The statements form one implicit
+    /// transaction (unless inside `BEGIN`): when one fails, the earlier ones are rolled back and the later ones are
+    /// skipped (`.pipelineAborted`). The connection stays usable. Throws only for connection-level failures (and
+    /// `.cancelled`, like `query(_:prepared:)`).
+    public func pipeline(
+        _ queries: [PostgresQuery], prepared: Bool = false
+    ) async throws -> [Result<PostgresRows, PostgresError>] {
+        try await cancellable { try runPipeline(queries, prepared: prepared) }
+    }
+
+    /// Runs blocking libpq work so that cancelling the current task cancels it: the cancellation handler (on
+    /// whatever thread cancels) sends `PQcancel` while the work runs. The server may act on a cancel request a
+    /// little late, after the statement finished, and would then cancel the next one: so a connection a cancel
+    /// was sent on is closed, never reused.
+    func cancellable<T>(_ work: () throws -> T) async throws -> T {
+        let canceller = self.canceller
+        let ticket = canceller.register()
+        return try await withTaskCancellationHandler {
+            defer { canceller.unregister(ticket) }
+            guard canceller.begin() else { throw PostgresError.cancelledByTask() }
+            let result = Result { try work() }
+            guard canceller.end() else { return try result.get() }
+            close()
+            if case .success(let value) = result { return value }
+            throw PostgresError.cancelledByTask()
+        } onCancel: {
+            canceller.cancel(ticket)
+        }
+    }
+
+    func runQuery(_ query: PostgresQuery, prepared: Bool = false) throws -> PostgresRows {
         let conn = try liveHandle()
         if prepared, let name = try preparedName(for: query, conn: conn) {
             let result = Self.withParams(query.binds) { n, _, values, lengths, formats in
@@ -116,7 +174,7 @@ public actor PostgresConnection {
                 // ran, so prepare again and retry once; inside one the transaction is aborted anyway.
                 preparedStatements = preparedStatements.filter { $0.value != name }
                 guard PQtransactionStatus(conn) == PQTRANS_IDLE else { throw error }
-                return try self.query(query, prepared: true)
+                return try runQuery(query, prepared: true)
             }
         }
         let result = Self.withParams(query.binds) { n, types, values, lengths, formats in
@@ -125,21 +183,14 @@ public actor PostgresConnection {
         return try consume(result, query: query)
     }
 
-    /// Runs SQL text with the simple query protocol (`PQexec`): several `;`-separated statements are allowed
-    /// (migrations); no parameters. Returns the last statement's result. Never pass untrusted input.
     @discardableResult
-    public func simpleQuery(unsafeSQL sql: String) throws -> PostgresRows {
+    func runSimpleQuery(unsafeSQL sql: String) throws -> PostgresRows {
         let conn = try liveHandle()
         let result = PQexec(conn, sql)
         return try consume(result, query: PostgresQuery(unsafeSQL: sql))
     }
 
-    /// Runs `queries` in one round trip using libpq pipeline mode, followed by one sync point.
-    ///
-    /// Each element of the result is that statement's rows or its error. The statements form one implicit
-    /// transaction (unless inside `BEGIN`): when one fails, the earlier ones are rolled back and the later ones are
-    /// skipped (`.pipelineAborted`). The connection stays usable. Throws only for connection-level failures.
-    public func pipeline(
+    func runPipeline(
         _ queries: [PostgresQuery], prepared: Bool = false
     ) throws -> [Result<PostgresRows, PostgresError>] {
         let conn = try liveHandle()
@@ -201,7 +252,7 @@ public actor PostgresConnection {
         case PQTRANS_IDLE:
             return true
         case PQTRANS_INTRANS, PQTRANS_INERROR:
-            return (try? simpleQuery(unsafeSQL: "ROLLBACK")) != nil && PQtransactionStatus(conn) == PQTRANS_IDLE
+            return (try? runSimpleQuery(unsafeSQL: "ROLLBACK")) != nil && PQtransactionStatus(conn) == PQTRANS_IDLE
         default:
             return false
         }
@@ -327,5 +378,100 @@ final class LibPQConnectionBox {
 
     deinit {
         if let conn { PQfinish(conn) }
+    }
+}
+
+/// Lets any thread cancel the statement in progress on one connection: `PQcancel` on a `PGcancel` object, which
+/// libpq allows from a thread other than the connection's. Sendable: all state is behind the `Mutex`; the
+/// `PGcancel` object is made (`PQgetCancel`) and freed only under the lock.
+///
+/// A call registers a ticket first; a cancellation handler acts only for its own ticket, so one arriving late can
+/// never cancel the next caller's statement.
+final class StatementCanceller: Sendable {
+    private struct State {
+        var cancel: CancelHandle?
+        var lastTicket: UInt64 = 0
+        var active: UInt64?
+        var requested = false
+        var running = false
+        var sent = false
+    }
+
+    private let state = Mutex(State())
+
+    /// A `PGcancel` object. `@unchecked Sendable`: libpq lets any thread call `PQcancel` on it; it is only created
+    /// and freed under the canceller's lock, so no thread uses it after `PQfreeCancel`.
+    struct CancelHandle: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// Makes the cancel object for a fresh handle (on the connection's queue).
+    func install(_ conn: OpaquePointer) {
+        let cancel = PQgetCancel(conn).map(CancelHandle.init)
+        state.withLock { s in
+            if let old = s.cancel { PQfreeCancel(old.pointer) }
+            s.cancel = cancel
+        }
+    }
+
+    /// Frees the cancel object (the handle is about to be finished).
+    func uninstall() {
+        state.withLock { s in
+            if let old = s.cancel { PQfreeCancel(old.pointer) }
+            s.cancel = nil
+        }
+    }
+
+    func register() -> UInt64 {
+        state.withLock { s in
+            s.lastTicket &+= 1
+            s.active = s.lastTicket
+            s.requested = false
+            s.running = false
+            s.sent = false
+            return s.lastTicket
+        }
+    }
+
+    func unregister(_ ticket: UInt64) {
+        state.withLock { s in
+            guard s.active == ticket else { return }
+            s.active = nil
+            s.running = false
+        }
+    }
+
+    /// Before the blocking work: false when the caller was cancelled already (then run nothing).
+    func begin() -> Bool {
+        state.withLock { s in
+            if s.requested { return false }
+            s.running = true
+            return true
+        }
+    }
+
+    /// After the blocking work: whether a cancel request was sent while it ran.
+    func end() -> Bool {
+        state.withLock { s in
+            s.running = false
+            return s.sent
+        }
+    }
+
+    /// From the cancellation handler (any thread). Sends the request while holding the lock, so `end()` cannot
+    /// miss it (PQcancel opens a short connection to the server: milliseconds).
+    func cancel(_ ticket: UInt64) {
+        state.withLock { s in
+            guard s.active == ticket else { return }
+            s.requested = true
+            guard s.running, !s.sent, let cancel = s.cancel else { return }
+            var buffer = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(cancel.pointer, &buffer, Int32(buffer.count))
+            s.sent = true
+        }
+    }
+
+    deinit {
+        uninstall()
     }
 }

@@ -1,3 +1,4 @@
+import ByteCoding
 import Foundation
 
 /// A PostgreSQL type OID (`pg_type.oid`).
@@ -269,30 +270,6 @@ extension UUID: PostgresEncodable, PostgresDecodable {
 }
 
 // MARK: - bytea
-
-enum Hex {
-    static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
-    static func decode(_ text: ArraySlice<UInt8>) -> [UInt8]? {
-        guard text.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(text.count / 2)
-        var i = text.startIndex
-        while i < text.endIndex {
-            guard let hi = nibble(text[i]), let lo = nibble(text[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-}
 
 /// Decodes bytea's hex text output (`\x…`; the connection sets `bytea_output=hex`).
 func decodeBytea(_ cell: PostgresCell) throws -> [UInt8] {

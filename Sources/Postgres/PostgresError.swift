@@ -95,6 +95,10 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         sqlState == "40001" || sqlState == "40P01"
     }
 
+    /// The server cancelled the statement because it ran longer than `statement_timeout` (SQLSTATE 57014, not
+    /// requested by this process). Not retryable: the same statement would run as long again.
+    public var isStatementTimeout: Bool { kind == .server && sqlState == "57014" }
+
     /// A unique violation (SQLSTATE 23505); `constraint` names the index.
     public var isUniqueViolation: Bool { sqlState == "23505" }
 
@@ -166,6 +170,13 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
 
     static func connection(_ message: String, sqlState: String? = nil) -> PostgresError {
         PostgresError(kind: .connection, message: message, sqlState: sqlState, connectionMessage: message)
+    }
+
+    /// The task awaiting a statement was cancelled (and the statement with it, if it had started).
+    public static func cancelledByTask() -> PostgresError {
+        PostgresError(
+            kind: .cancelled, message: "the statement was cancelled: the task waiting for it was cancelled",
+            sqlState: "57014")
     }
 
     static func decode(_ message: String, column: String) -> PostgresError {

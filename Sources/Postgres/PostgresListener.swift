@@ -43,21 +43,59 @@ public final class PostgresListener: Sendable {
     }
 
     /// Connects, LISTENs on `channels`, and returns once they are active (throws if the first connect fails).
+    /// `events` keeps the newest 10,000 events for a slow reader and drops older ones without saying so: where a
+    /// missed event matters, use `run(configuration:channels:reconnectDelay:onListening:deliver:)`.
     public static func start(
         configuration: PostgresConfiguration, channels: [String], reconnectDelay: Duration = .milliseconds(200)
     ) async throws -> PostgresListener {
         let (stream, continuation) = AsyncStream.makeStream(
             of: PostgresListenerEvent.self, bufferingPolicy: .bufferingNewest(10_000))
         let core = ListenerCore(
-            configuration: configuration, channels: channels, continuation: continuation,
-            reconnectDelay: reconnectDelay)
+            configuration: configuration, channels: channels, reconnectDelay: reconnectDelay,
+            deliver: { continuation.yield($0) }, finished: { continuation.finish() })
         continuation.onTermination = { [core] _ in core.requestStop() }
         try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
-            let thread = Thread { core.run(started: started) }
-            thread.name = "offergate.postgres.listener"
-            thread.start()
+            core.startThread(started: { error in
+                if let error { started.resume(throwing: error) } else { started.resume() }
+            })
         }
         return PostgresListener(events: stream, core: core)
+    }
+
+    /// The listener as one long-running call (swift-service-lifecycle style): connects and LISTENs on `channels`,
+    /// calls `onListening` once they are active, then hands every event to `deliver` (on the listener thread, in
+    /// order, with no buffer in between: `deliver` decides what to keep), reconnecting and re-LISTENing by itself.
+    /// Returns when the calling task is cancelled (within ~100 ms); throws if the first connect fails.
+    public static func run(
+        configuration: PostgresConfiguration, channels: [String], reconnectDelay: Duration = .milliseconds(200),
+        onListening: @escaping @Sendable () -> Void = {},
+        deliver: @escaping @Sendable (PostgresListenerEvent) -> Void
+    ) async throws {
+        let done = Mutex<CheckedContinuation<Void, any Error>?>(nil)
+        let failure = Mutex<(any Error)?>(nil)
+        let core = ListenerCore(
+            configuration: configuration, channels: channels, reconnectDelay: reconnectDelay, deliver: deliver,
+            finished: {
+                let continuation = done.withLock { c in
+                    defer { c = nil }
+                    return c
+                }
+                if let error = failure.withLock({ $0 }) {
+                    continuation?.resume(throwing: error)
+                } else {
+                    continuation?.resume()
+                }
+            })
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                done.withLock { $0 = continuation }
+                core.startThread(started: { error in
+                    if let error { failure.withLock { $0 = error } } else { onListening() }
+                })
+            }
+        } onCancel: {
+            core.requestStop()
+        }
     }
 
     /// Adds a channel (LISTENed within a poll interval, ~100 ms).
@@ -85,18 +123,30 @@ final class ListenerCore: Sendable {
     }
 
     let configuration: PostgresConfiguration
-    let continuation: AsyncStream<PostgresListenerEvent>.Continuation
     let reconnectDelay: Duration
+    /// Called on the listener thread for each event.
+    let deliver: @Sendable (PostgresListenerEvent) -> Void
+    /// Called on the listener thread when it ends (after `started` in every case).
+    let finished: @Sendable () -> Void
     private let state: Mutex<State>
 
     init(
-        configuration: PostgresConfiguration, channels: [String],
-        continuation: AsyncStream<PostgresListenerEvent>.Continuation, reconnectDelay: Duration
+        configuration: PostgresConfiguration, channels: [String], reconnectDelay: Duration,
+        deliver: @escaping @Sendable (PostgresListenerEvent) -> Void, finished: @escaping @Sendable () -> Void
     ) {
         self.configuration = configuration
-        self.continuation = continuation
         self.reconnectDelay = reconnectDelay
+        self.deliver = deliver
+        self.finished = finished
         self.state = Mutex(State(channels: channels))
+    }
+
+    /// Starts the listener thread; `started` is called on it with nil once LISTENing, or with the first connect's
+    /// error (then the thread ends).
+    func startThread(started: @escaping @Sendable ((any Error)?) -> Void) {
+        let thread = Thread { self.run(started: started) }
+        thread.name = "offergate.postgres.listener"
+        thread.start()
     }
 
     func add(_ channel: String) {
@@ -119,18 +169,14 @@ final class ListenerCore: Sendable {
 
     /// Connects and LISTENs on every channel; nil (and the handle closed) on failure.
     private func open() -> (OpaquePointer?, String?) {
-        let pairs: [(String, String)]
-        do { pairs = try configuration.parameters() } catch { return (nil, "\(error)") }
-        let conn = PostgresConnection.withCStrings(pairs.map(\.0)) { keywords in
-            PostgresConnection.withCStrings(pairs.map(\.1)) { values in PQconnectdbParams(keywords, values, 0) }
+        let conn: OpaquePointer
+        do {
+            conn = try PostgresConnection.open(configuration)
+        } catch let error as PostgresError {
+            return (nil, error.message)
+        } catch {
+            return (nil, "\(error)")
         }
-        guard let conn else { return (nil, "out of memory") }
-        guard PQstatus(conn) == CONNECTION_OK else {
-            let message = PostgresError.trimmed(PQerrorMessage(conn))
-            PQfinish(conn)
-            return (nil, message)
-        }
-        PQsetNoticeProcessor(conn, { _, _ in }, nil)
         let channels = state.withLock { s in
             s.pending.removeAll()
             return s.channels
@@ -155,20 +201,20 @@ final class ListenerCore: Sendable {
     }
 
     /// The thread body.
-    func run(started: CheckedContinuation<Void, any Error>) {
+    private func run(started: @Sendable ((any Error)?) -> Void) {
         var (conn, message) = open()
         guard conn != nil else {
-            started.resume(throwing: PostgresError.connection(message ?? "listener could not connect"))
-            continuation.finish()
+            started(PostgresError.connection(message ?? "listener could not connect"))
+            finished()
             return
         }
-        started.resume()
+        started(nil)
         while !isStopped {
             guard let live = conn else {
                 sleep(reconnectDelay)
                 if isStopped { break }
                 (conn, message) = open()
-                if conn != nil { continuation.yield(.reconnected) }
+                if conn != nil { deliver(.reconnected) }
                 continue
             }
             let pending = state.withLock { s in
@@ -189,7 +235,7 @@ final class ListenerCore: Sendable {
                     channel: n.relname.map { String(cString: $0) } ?? "",
                     payload: n.extra.map { String(cString: $0) } ?? "", backendPID: n.be_pid)
                 PQfreemem(notify)
-                continuation.yield(.notification(event))
+                deliver(.notification(event))
             }
             if PQstatus(live) != CONNECTION_OK {
                 PQfinish(live)
@@ -197,6 +243,6 @@ final class ListenerCore: Sendable {
             }
         }
         if let conn { PQfinish(conn) }
-        continuation.finish()
+        finished()
     }
 }

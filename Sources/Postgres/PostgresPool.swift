@@ -266,13 +266,26 @@ public struct PostgresTransaction: Sendable {
 func retryingSerializationFailures<T: Sendable>(
     isolation: isolated (any Actor)? = #isolation, maxAttempts: Int, _ attempt: () async throws -> T
 ) async throws -> T {
-    var attempts = 0
-    while true {
-        attempts += 1
-        do {
-            return try await attempt()
-        } catch let error as PostgresError where error.isSerializationFailure && attempts < maxAttempts {
-            try await Task.sleep(for: .milliseconds(Int.random(in: 1...10) * attempts))
+    try await PostgresPool.retrying(maxAttempts: maxAttempts, when: \.isSerializationFailure, attempt)
+}
+
+extension PostgresPool {
+    /// The retry loop of `withTransaction`, for work that runs its own transaction (e.g. one pipelined with its
+    /// reads): runs `attempt` until it succeeds, throws an error that is not a `PostgresError` accepted by
+    /// `shouldRetry` (default: serialization failure or deadlock), or `maxAttempts` ran; sleeps a small jittered
+    /// backoff (1-10 ms times the attempt number) in between. `attempt` must be safe to run more than once.
+    public static func retrying<T: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, maxAttempts: Int = 5,
+        when shouldRetry: (PostgresError) -> Bool = \.isSerializationFailure, _ attempt: () async throws -> T
+    ) async throws -> T {
+        var attempts = 0
+        while true {
+            attempts += 1
+            do {
+                return try await attempt()
+            } catch let error as PostgresError where shouldRetry(error) && attempts < maxAttempts {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...10) * attempts))
+            }
         }
     }
 }
@@ -294,10 +307,10 @@ extension PostgresConnection {
     func runTransaction<T: Sendable>(
         isolation: PostgresIsolationLevel, _ body: @Sendable (PostgresTransaction) async throws -> T
     ) async throws -> T {
-        try query(.unsafeRaw("BEGIN ISOLATION LEVEL \(isolation.rawValue)"))
+        try runQuery(.unsafeRaw("BEGIN ISOLATION LEVEL \(isolation.rawValue)"))
         do {
             let value = try await body(PostgresTransaction(connection: self))
-            let commit = try query("COMMIT")
+            let commit = try runQuery("COMMIT")
             guard commit.commandTag == "COMMIT" else {
                 throw PostgresError(
                     kind: .transactionAborted,
@@ -313,7 +326,7 @@ extension PostgresConnection {
     /// `ROLLBACK` if a transaction is open (errors ignored: a broken connection is discarded by the pool).
     func rollbackIfInTransaction() {
         guard isConnected, !isIdleOutsideTransaction else { return }
-        _ = try? simpleQuery(unsafeSQL: "ROLLBACK")
+        _ = try? runSimpleQuery(unsafeSQL: "ROLLBACK")
     }
 
     /// Reconnects in place (same actor, fresh handle, empty statement cache) when the idle connection died.
@@ -322,7 +335,7 @@ extension PostgresConnection {
     }
 
     /// `ensureAlive` + query + reuse check in one hop onto the connection's queue.
-    func pooledQuery(_ q: PostgresQuery, prepared: Bool) -> (
+    func pooledQuery(_ q: PostgresQuery, prepared: Bool) async -> (
         result: Result<PostgresRows, PostgresError>, reusable: Bool
     ) {
         do {
@@ -330,7 +343,12 @@ extension PostgresConnection {
         } catch {
             return (.failure(Self.asPostgresError(error)), false)
         }
-        let result = Result { try query(q, prepared: prepared) }.mapError { Self.asPostgresError($0) }
+        let result: Result<PostgresRows, PostgresError>
+        do {
+            result = .success(try await cancellable { try runQuery(q, prepared: prepared) })
+        } catch {
+            result = .failure(Self.asPostgresError(error))
+        }
         return (result, prepareForReuse())
     }
 }

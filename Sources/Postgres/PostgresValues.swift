@@ -1,3 +1,4 @@
+import CivilTime
 import Foundation
 
 // MARK: - numeric
@@ -118,7 +119,8 @@ enum PostgresTimestamp {
             secOfDay += 86_400
             days -= 1
         }
-        let (y, m, d) = civil(fromDays: days)
+        let date = CivilDate(daysSince1970: Int(days))
+        let (y, m, d) = (Int64(date.year), Int64(date.month), Int64(date.day))
         func pad(_ v: Int64, _ width: Int) -> String {
             let s = String(v)
             return String(repeating: "0", count: max(0, width - s.count)) + s
@@ -196,33 +198,9 @@ enum PostgresTimestamp {
         }
         guard i == b.count, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
-        let days = days(fromCivil: year, month, day)
+        let days = Int64(CivilDate(year: Int(year), month: Int(month), day: Int(day)).daysSince1970)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
         return Date(timeIntervalSince1970: Double(seconds) + fraction)
-    }
-
-    /// Days since 1970-01-01 (Howard Hinnant's algorithm).
-    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays z0: Int64) -> (Int64, Int64, Int64) {
-        let z = z0 + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let y = yoe + era * 400
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (m <= 2 ? y + 1 : y, m, d)
     }
 }
 

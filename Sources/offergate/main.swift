@@ -48,6 +48,10 @@ let serveSpec = CommandSpec(
         .option("rate-limit", "PER_SECOND", "Requests a second per tenant (0: unlimited).", default: "0"),
         .option("rate-burst", "N", "Requests a tenant may send at once after a pause (default: the rate)."),
         .option("pool-size", "N", "PostgreSQL connections in the pool.", default: "16"),
+        .option(
+            "statement-timeout", "MS",
+            "Longest a database statement may run before the server stops it, in milliseconds (0: no limit).",
+            default: "30000"),
         .option("shutdown-grace", "SECONDS", "How long in-flight requests may take at shutdown.", default: "10"),
         .option("log-level", "LEVEL", "debug, info, warning or error.", environment: "OFFERGATE_LOG_LEVEL", default: "info"),
         .flag("quiet-requests", "Log each request at debug instead of info level."),
@@ -69,17 +73,18 @@ struct DatabaseChoice {
     let embedded: EmbeddedPostgres?
     let startedEmbedded: Bool
 
-    static func resolve(_ command: ParsedCommand) throws -> DatabaseChoice {
-        if let url = command.value("database-url") {
+    static func resolve(_ database: StartupPlan.Database) throws -> DatabaseChoice {
+        switch database {
+        case .external(let url):
             return DatabaseChoice(url: url, embedded: nil, startedEmbedded: false)
-        }
-        let base = command.value("data-dir").map { URL(fileURLWithPath: $0) } ?? EmbeddedPostgres.defaultBaseDirectory()
-        do {
-            let cluster = try EmbeddedPostgres(baseDirectory: base)
-            let started = try cluster.start()
-            return DatabaseChoice(url: cluster.connectionString, embedded: cluster, startedEmbedded: started)
-        } catch {
-            throw Failure("embedded PostgreSQL: \(error)")
+        case .embedded(let base):
+            do {
+                let cluster = try EmbeddedPostgres(baseDirectory: base)
+                let started = try cluster.start()
+                return DatabaseChoice(url: cluster.connectionString, embedded: cluster, startedEmbedded: started)
+            } catch {
+                throw Failure("embedded PostgreSQL: \(error)")
+            }
         }
     }
 
@@ -93,23 +98,11 @@ struct DatabaseChoice {
     }
 }
 
-/// Reads a secret from a file, or in embedded mode creates one (0600) on first use.
-func secretFile(_ path: String, create: Bool) throws -> String? {
-    if let data = FileManager.default.contents(atPath: path) {
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !text.isEmpty else { throw Failure("\(path) is empty") }
-        return text
-    }
-    guard create else { throw Failure("cannot read \(path)") }
-    let key = "og_admin_" + Base64URL.encode(try SecureRandom.bytes(count: 32))
-    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-    guard fd >= 0 else { throw Failure("cannot create \(path): \(String(cString: strerror(errno)))") }
-    defer { close(fd) }
-    let line = Array((key + "\n").utf8)
-    guard line.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == line.count else {
-        throw Failure("cannot write \(path)")
-    }
-    return key
+/// The start-up arguments `StartupPlan` decides from (each option already resolved against its environment variable).
+func startupArguments(_ command: ParsedCommand) -> StartupPlan.Arguments {
+    StartupPlan.Arguments(
+        databaseURL: command.value("database-url"), dataDirectory: command.value("data-dir"),
+        masterKeyFile: command.value("master-key-file"), adminKeyFile: command.value("admin-key-file"))
 }
 
 func makeLogger(_ command: ParsedCommand) throws -> Logger {
@@ -121,11 +114,13 @@ func makeLogger(_ command: ParsedCommand) throws -> Logger {
 
 func runMigrate(_ command: ParsedCommand) async throws -> Int32 {
     let logger = Logger(level: .info, metadata: ["service": "offergate"])
-    let choice = try DatabaseChoice.resolve(command)
+    let plan = StartupPlan.Database.decide(
+        startupArguments(command), defaultDataDirectory: EmbeddedPostgres.defaultBaseDirectory())
+    let choice = try DatabaseChoice.resolve(plan)
     defer { choice.stop(logger) }
     let database = try OfferDatabase.connect(url: choice.url, maxConnections: 2)
     let applied = try await database.migrate()
-    await database.pool.close()
+    await database.close()
     logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ","), "count": String(applied.count)])
     Console.out(applied.isEmpty ? "schema is up to date\n" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))\n")
     return ExitStatus.success.rawValue
@@ -150,6 +145,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     rpc.maxInFlightPerConnection = try command.integer("max-in-flight", in: 1...65_536) ?? rpc.maxInFlightPerConnection
     rpc.maxFrameBytes = try command.integer("frame-limit", in: 1_024...(256 << 20)) ?? rpc.maxFrameBytes
     let poolSize = try command.integer("pool-size", in: 1...1_000) ?? 16
+    let statementTimeout = Duration.milliseconds(try command.integer("statement-timeout", in: 0...86_400_000) ?? 30_000)
     let grace = try command.seconds("shutdown-grace") ?? 10
     var options = GatewayOptions()
     options.rateLimit = Double(try command.integer("rate-limit", in: 0...10_000_000) ?? 0)
@@ -157,44 +153,19 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     options.logRequests = !command.flag("quiet-requests")
     let logger = try makeLogger(command)
 
-    let choice = try DatabaseChoice.resolve(command)
-    defer { choice.stop(logger) }
-    let base = choice.embedded?.baseDirectory
-
-    // Keys: environment first, then files; embedded mode creates them beside its data.
+    // Which database, and where the keys come from: decided by StartupPlan, performed here.
     let environment = ProcessInfo.processInfo.environment
-    var masterKeyFile = command.value("master-key-file")
-    if masterKeyFile == nil && (environment[MasterKey.environmentVariable] ?? "").isEmpty {
-        // No key given: keep one beside the (embedded or default) data directory. With an external database this
-        // only suits a single host, so say so: every gateway sharing a database must share the master key.
-        let directory = base ?? EmbeddedPostgres.defaultBaseDirectory()
-        masterKeyFile = directory.appendingPathComponent("master.key").path
-        if base == nil {
-            logger.warning(
-                "no OFFERGATE_MASTER_KEY: sealing signing keys with the key file \(masterKeyFile ?? ""); "
-                    + "set OFFERGATE_MASTER_KEY in production (all gateways sharing a database need the same key)")
-        }
-    }
-    if let masterKeyFile {
-        try FileManager.default.createDirectory(
-            at: URL(fileURLWithPath: masterKeyFile).deletingLastPathComponent(), withIntermediateDirectories: true)
-    }
-    guard let keyring = try MasterKeyring.load(environment: environment, keyFile: masterKeyFile) else {
-        throw Failure("no master key: set OFFERGATE_MASTER_KEY (32 random bytes, base64) or pass --master-key-file")
-    }
-    if let adminKey = environment["OFFERGATE_ADMIN_KEY"], !adminKey.isEmpty {
-        options.adminKey = adminKey
-    } else if let file = command.value("admin-key-file") {
-        options.adminKey = try secretFile(file, create: false)
-    } else if let base {
-        let file = base.appendingPathComponent("admin.key").path
-        options.adminKey = try secretFile(file, create: true)
-        logger.info("admin key (embedded mode) is in \(file)")
-    } else {
-        logger.warning("no OFFERGATE_ADMIN_KEY: admin methods are unavailable")
-    }
+    let plan = StartupPlan(
+        arguments: startupArguments(command), environment: environment,
+        defaultDataDirectory: EmbeddedPostgres.defaultBaseDirectory())
+    let choice = try DatabaseChoice.resolve(plan.database)
+    defer { choice.stop(logger) }
+    let keys = try plan.loadKeys(environment: environment, logger: logger)
+    let keyring = keys.keyring
+    options.adminKey = keys.adminKey
 
-    let database = try OfferDatabase.connect(url: choice.url, maxConnections: poolSize)
+    let database = try OfferDatabase.connect(
+        url: choice.url, maxConnections: poolSize, statementTimeout: statementTimeout)
     if !command.flag("no-migrate") {
         let applied = try await database.migrate()
         if !applied.isEmpty { logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ",")]) }
@@ -202,9 +173,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     let service = try GatewayService(
         database: database, sealer: KeySealer(keyring: keyring), options: options, rpc: rpc, logger: logger)
     let bound = try await service.start(listen: addresses)
-    if !keyring.previous.isEmpty {
-        Task { try? await service.resealSigningKeys() }
-    }
+    // Signing keys still sealed under a previous master key are re-sealed by the service as part of its lifetime.
     logger.info(
         "offergate started",
         ["version": OfferGateVersion.current, "listen": bound.map { "\($0)" }.joined(separator: " "),

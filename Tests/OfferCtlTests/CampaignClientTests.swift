@@ -208,8 +208,10 @@ extension CampaignClientTests {
         defer { close(master) }
         var unlock: CInt = 0
         var number: CUnsignedInt = 0
-        #expect(ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0)
-        #expect(ioctl(master, 0x8004_5430 /* TIOCGPTN */, &number) == 0)
+        let unlockPTY: UInt = 0x4004_5431  // TIOCSPTLCK
+        let ptyNumber: UInt = 0x8004_5430  // TIOCGPTN
+        #expect(ioctl(master, unlockPTY, &unlock) == 0)
+        #expect(ioctl(master, ptyNumber, &number) == 0)
         let slave = "/dev/pts/\(number)"
         let fake = FakeCampaignGateway(adminKey: Self.adminKey)
         try await fake.serve { address in

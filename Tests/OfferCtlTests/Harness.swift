@@ -112,23 +112,20 @@ struct TestGateway: Sendable {
         let gateway = TestGateway(
             process: process, socketPath: socketPath, databaseURL: databaseURL, adminKey: adminKey,
             masterKey: masterKey, scratch: scratch)
-        // Ready once it answers system.health on its socket.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let status = process.exitStatus() {
-                let log =
-                    (try? String(contentsOf: scratch.appendingPathComponent("gateway.err"), encoding: .utf8)) ?? ""
-                throw SpawnError(description: "offergate exited early (status \(status)): \(log)")
-            }
-            if FileManager.default.fileExists(atPath: socketPath),
-                let client = try? await RPCClient.connect(to: "unix:" + socketPath),
-                (try? await client.call(method: "system.health", timeout: .seconds(5))) != nil
-            {
-                client.close()
-                return gateway
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        // Ready once it answers system.health on its socket; an early exit ends the wait at once.
+        let answered = await eventually(timeout: .seconds(30)) {
+            if process.exitStatus() != nil { return true }
+            guard FileManager.default.fileExists(atPath: socketPath),
+                let client = try? await RPCClient.connect(to: "unix:" + socketPath)
+            else { return false }
+            defer { client.close() }
+            return (try? await client.call(method: "system.health", timeout: .seconds(5))) != nil
         }
+        if let status = process.exitStatus() {
+            let log = (try? String(contentsOf: scratch.appendingPathComponent("gateway.err"), encoding: .utf8)) ?? ""
+            throw SpawnError(description: "offergate exited early (status \(status)): \(log)")
+        }
+        if answered { return gateway }
         await gateway.stop()
         throw SpawnError(description: "offergate did not answer on \(socketPath) within 30 s")
     }

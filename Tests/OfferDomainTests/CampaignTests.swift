@@ -49,27 +49,20 @@ struct CampaignTests {
     }
 
     @Test(
-        "limits: a batch in arrival order",
+        "limits: the customer's own limit first, then the total",
         arguments: [
-            // total 3, 1 redeemed, per customer 1: two fit; bob's second is his own limit, not capacity.
-            (Int?.some(3), 1, 1, ["alice", "bob", "bob", "carol", "dave"], ["amy": 1],
-                [CampaignLimits.Decision.accepted, .accepted, .customerLimitReached, .exhausted, .exhausted]),
-            // unlimited total, per customer 2
-            (nil, 100, 2, ["a", "a", "a", "b"], ["b": 2], [.accepted, .accepted, .customerLimitReached,
-                .customerLimitReached]),
-            // already full
-            (5, 5, 1, ["x"], [:], [.exhausted]),
+            (Int?.some(3), 1, 1, 0, CampaignLimits.Decision.accepted),
+            (3, 1, 1, 1, .customerLimitReached),
+            (3, 3, 1, 1, .customerLimitReached),
+            (3, 3, 1, 0, .exhausted),
             // over-full (e.g. after a limit was lowered) stays exhausted
-            (5, 7, 1, ["x"], [:], [.exhausted]),
-            // exactly the capacity
-            (2, 0, 1, ["a", "b", "c"], [:], [.accepted, .accepted, .exhausted]),
-            (2, 0, 1, [], [:], []),
+            (5, 7, 1, 0, .exhausted),
+            (nil, 1_000_000, 2, 1, .accepted),
+            (nil, 0, 2, 2, .customerLimitReached),
         ])
-    func admit(total: Int?, redeemed: Int, perCustomer: Int, requests: [String], counts: [String: Int],
-        expected: [CampaignLimits.Decision])
-    {
+    func decide(total: Int?, redeemed: Int, perCustomer: Int, mine: Int, expected: CampaignLimits.Decision) {
         let limits = CampaignLimits(totalLimit: total, perCustomerLimit: perCustomer)
-        #expect(limits.admit(requests, redeemed: redeemed, perCustomer: counts) == expected)
+        #expect(limits.decide(redeemed: redeemed, customerRedeemed: mine) == expected)
     }
 
     @Test("remaining capacity", arguments: [(Int?.some(10), 3, Int?.some(7)), (10, 10, 0), (10, 12, 0), (nil, 5, nil)])
@@ -85,21 +78,21 @@ struct CampaignTests {
     }
 
     @Test(
-        "refusals in order: state, eligibility, customer limit, total",
+        "refusals in order: state, eligibility, used code, customer limit, total",
         arguments: [
-            ("2026-02-01", GroupState.expired, 0, 0, Campaign.Refusal?.some(.campaignNotStarted)),
-            ("2026-04-01", .expired, 0, 0, .campaignExpired),
-            ("2026-03-10", .active, 0, 0, .notInCampaignEligibility),
-            ("2026-03-10", .never, 2, 1, .notInCampaignEligibility),
-            ("2026-03-10", .expired, 2, 1, .customerLimitReached),
-            ("2026-03-10", .revoked, 2, 0, .codeExhausted),
-            ("2026-03-10", .expired, 1, 0, nil),
+            (facts("2026-02-01", eligible: false, used: true, redeemed: 2, mine: 1),
+                Campaign.Refusal?.some(.campaignNotStarted)),
+            (facts("2026-04-01", eligible: false, used: true), .campaignExpired),
+            (facts("2026-03-10", eligible: false, used: true, redeemed: 2, mine: 1), .notInCampaignEligibility),
+            (facts("2026-03-10", used: true, redeemed: 2, mine: 1), .codeExhausted),
+            (facts("2026-03-10", redeemed: 2, mine: 1), .customerLimitReached),
+            (facts("2026-03-10", redeemed: 2), .codeExhausted),
+            (facts("2026-03-10", redeemed: 1), nil),
         ])
-    func refusals(at: String, state: GroupState, redeemed: Int, mine: Int, expected: Campaign.Refusal?) throws {
+    func refusals(facts: RedemptionFacts, expected: Campaign.Refusal?) throws {
         let spring = try Self.spring()
         #expect(spring.code == "SPRING2026")
-        #expect(spring.refusal(at: day(at), customerState: state, redeemed: redeemed, customerRedeemed: mine)
-            == expected)
+        #expect(spring.refusal(facts) == expected)
     }
 
     @Test("a deactivated campaign refuses first")
@@ -107,21 +100,16 @@ struct CampaignTests {
         var campaign = try Self.spring()
         campaign.deactivatedAt = day("2026-03-05")
         #expect(campaign.state(at: day("2026-03-10")) == .deactivated)
-        #expect(campaign.refusal(at: day("2026-03-10"), customerState: .expired, redeemed: 0, customerRedeemed: 0)
-            == .campaignDeactivated)
+        #expect(campaign.refusal(facts("2026-03-10", eligible: false, used: true)) == .campaignDeactivated)
     }
 
-    @Test(
-        "refusals map to API.md error codes",
-        arguments: [
-            (Campaign.Refusal.campaignNotStarted, -32042, "campaign_not_started"),
-            (.campaignExpired, -32042, "campaign_expired"), (.campaignDeactivated, -32042, "campaign_deactivated"),
-            (.notInCampaignEligibility, -32020, "not_in_campaign_eligibility"),
-            (.codeExhausted, -32041, "code_exhausted"), (.customerLimitReached, -32043, "customer_limit_reached"),
-        ])
-    func rpcCodes(refusal: Campaign.Refusal, code: Int, raw: String) {
-        #expect(refusal.rpcCode == code)
-        #expect(refusal.rawValue == raw)
+    @Test("eligibility from the group state, and who needs no history")
+    func eligibility() throws {
+        let spring = try Self.spring()
+        #expect(spring.admits(.expired) && spring.admits(.revoked))
+        #expect(!spring.admits(.active) && !spring.admits(.never) && !spring.admitsEveryone)
+        let open = try Campaign(id: "o", offerId: "o", kind: .custom, code: "OPEN")
+        #expect(open.admitsEveryone && GroupState.allCases.allSatisfy(open.admits))
     }
 
     struct InvalidCase: Sendable, CustomTestStringConvertible {
@@ -223,4 +211,12 @@ struct CampaignTests {
             #expect(error.field == "customerId")
         }
     }
+}
+
+/// The facts of one redemption decision on `at` (a day).
+private func facts(
+    _ at: String, eligible: Bool = true, used: Bool = false, redeemed: Int = 0, mine: Int = 0
+) -> RedemptionFacts {
+    RedemptionFacts(
+        at: day(at), customerEligible: eligible, oneTimeCodeUsed: used, redeemed: redeemed, customerRedeemed: mine)
 }

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import OfferGateway
+@testable import OfferStore
 
 @Suite("campaigns.* methods")
 struct CampaignMethodsTests {

@@ -3,6 +3,7 @@ import JSONRPC
 import Testing
 
 @testable import OfferGateway
+@testable import OfferStore
 
 @Suite("codes.* methods")
 struct CodesRedeemTests {

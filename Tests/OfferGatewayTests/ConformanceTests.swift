@@ -5,6 +5,7 @@ import OfferGateway
 import OfferTestSupport
 import Postgres
 import Testing
+@testable import OfferStore
 
 /// API.md §1, §2 and §7 over real sockets: every error code these methods can produce, batches, pipelining and
 /// frame limits, on both Unix and TCP.

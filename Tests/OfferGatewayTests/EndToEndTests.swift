@@ -3,6 +3,7 @@ import JSONRPC
 import OfferCrypto
 import Postgres
 import Testing
+@testable import OfferStore
 
 /// Records the raw request/response lines of a session (for docs/guide.md) with secrets replaced.
 final class Transcript: @unchecked Sendable {

@@ -1,5 +1,5 @@
 import Foundation
-import OfferStore
+@testable import OfferStore
 import Postgres
 import Testing
 

@@ -136,11 +136,11 @@ struct RedemptionDeciderTests {
             perCustomerLimit: perCustomer, startsAt: startsAt, expiresAt: expiresAt, deactivatedAt: deactivatedAt)
     }
 
-    static func attempt(_ customer: String, code: String = "SPRING", oneTime: Bool = false, key: String? = nil)
-        -> RedemptionAttempt
-    {
+    static func attempt(
+        _ customer: String, code: String = "SPRING", oneTime: Bool = false, eligible: Bool = true, key: String? = nil
+    ) -> RedemptionAttempt {
         RedemptionAttempt(
-            customerId: customer, code: code, oneTime: oneTime, idempotencyKey: key,
+            customerId: customer, code: code, oneTime: oneTime, eligible: eligible, idempotencyKey: key,
             requestHash: RedemptionCoordinator.requestHash(code: code, customerId: customer), redemptionId: UUID())
     }
 
@@ -234,11 +234,46 @@ struct RedemptionDeciderTests {
 
     @Test func replayedAnswersCarryReplayedTrue() throws {
         let first = Self.attempt("a", key: "k")
-        // The coordinator's answer for `sameAs` is the first outcome with replayed: true.
-        let value = RedemptionCoordinator.with(["redemptionId": "r", "replayed": false], replayed: true)
-        #expect(value["replayed"]?.boolValue == true)
-        #expect(value["redemptionId"]?.stringValue == "r")
+        let receipt = RedemptionReceipt(
+            redemptionId: "r", campaignId: "c", offerId: "o", productId: "p", replayed: false)
+        // What is stored under the key reads back as the same ids with replayed: true.
+        #expect(!receipt.storedJSON.contains("replayed"))
+        #expect(RedemptionReceipt(storedJSON: receipt.storedJSON) == receipt.asReplay())
+        #expect(receipt.asReplay().replayed)
+        #expect(RedemptionReceipt(storedJSON: "{\"redemptionId\":\"r\"}") == nil)
         #expect(first.requestHash == RedemptionCoordinator.requestHash(code: "SPRING", customerId: "a"))
         #expect(first.requestHash != RedemptionCoordinator.requestHash(code: "SPRING", customerId: "b"))
+    }
+
+    /// A batch decides one attempt exactly as the domain's refusal order does (the rule `codes.validate` applies),
+    /// for every combination of campaign state, eligibility, used code and counts.
+    @Test func aBatchAgreesWithTheDomainRuleOnEveryState() throws {
+        let windows: [(Date?, Date?, Date?)] = [
+            (nil, nil, nil), (Self.now.addingTimeInterval(60), nil, nil), (nil, Self.now, nil),
+            (nil, nil, Self.now.addingTimeInterval(-60)),
+        ]
+        var seen = Set<Campaign.Refusal?>()
+        for (startsAt, expiresAt, deactivatedAt) in windows {
+            let campaign = try Self.campaign(
+                kind: .oneTime, total: 3, perCustomer: 2, startsAt: startsAt, expiresAt: expiresAt,
+                deactivatedAt: deactivatedAt)
+            for eligible in [true, false] {
+                for used in [true, false] {
+                    for (redeemed, mine) in [(0, 0), (1, 2), (3, 0), (3, 2)] {
+                        let attempt = Self.attempt("a", code: "X", oneTime: true, eligible: eligible)
+                        let verdict = Self.decide(
+                            [attempt], campaign, redeemed: redeemed, perCustomer: ["a": mine], used: used ? ["X"] : [])
+                        let facts = RedemptionFacts(
+                            at: Self.now, customerEligible: eligible, oneTimeCodeUsed: used, redeemed: redeemed,
+                            customerRedeemed: mine)
+                        let expected = campaign.refusal(facts)
+                        #expect(verdict == [expected.map { .refused($0) } ?? .accepted])
+                        seen.insert(expected)
+                    }
+                }
+            }
+        }
+        // Every refusal (and acceptance) was reached.
+        #expect(seen.count == Campaign.Refusal.allCases.count + 1)
     }
 }

@@ -3,6 +3,7 @@ import JSONRPC
 import Testing
 
 @testable import OfferGateway
+@testable import OfferStore
 
 /// Outcomes of many concurrent redemption attempts: successes (redemption ids) and error codes.
 struct RedemptionTally: Sendable {

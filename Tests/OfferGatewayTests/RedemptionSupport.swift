@@ -1,7 +1,7 @@
 import Foundation
 import JSONRPC
 import OfferCrypto
-import OfferStore
+@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing

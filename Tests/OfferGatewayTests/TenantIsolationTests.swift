@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import Postgres
 import Testing
+@testable import OfferStore
 
 /// API.md §2: a tenant can never see or touch another tenant's data. Tenants A and B share product ids and
 /// customer ids; B also has products and offers A lacks.

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import Testing
 
 @testable import OfferLoadKit

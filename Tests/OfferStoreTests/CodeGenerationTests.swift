@@ -1,6 +1,6 @@
 import Foundation
 import OfferDomain
-import OfferStore
+@testable import OfferStore
 import Postgres
 import Testing
 

@@ -92,16 +92,31 @@ extension PostgresIntegrationTests {
             try await TestDatabase.with { config in
                 let poolA = PostgresPool(configuration: config, maxConnections: 1)
                 let poolB = PostgresPool(configuration: config, maxConnections: 1)
-                // A slow first migration makes the two runs overlap.
                 let migrations = [
-                    Migration(version: 1, name: "slow", sql: "SELECT pg_sleep(0.3); CREATE TABLE log (n int);"),
+                    Migration(version: 1, name: "create", sql: "CREATE TABLE log (n int);"),
                     Migration(version: 2, name: "insert", sql: "INSERT INTO log VALUES (1);"),
                 ]
+                // The two runs overlap for certain: a third session holds the migration lock until both runs are
+                // seen waiting for it in pg_locks, then lets them race.
+                let holder = PostgresPool(configuration: config, maxConnections: 1)
+                _ = try await holder.query("SELECT pg_advisory_lock(\(Migrator.advisoryLockKey))")
                 let results = try await withThrowingTaskGroup(of: [Int].self) { group in
                     group.addTask { try await Migrator(migrations: migrations).migrate(on: poolA) }
                     group.addTask { try await Migrator(migrations: migrations).migrate(on: poolB) }
+                    let bothWaiting = try await eventually {
+                        try await holder.query(
+                            """
+                            SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                            """
+                        ).scalar(Int.self) == 2
+                    }
+                    #expect(bothWaiting)
+                    let unlocked = try await holder.query("SELECT pg_advisory_unlock(\(Migrator.advisoryLockKey))")
+                    #expect(try unlocked.scalar(Bool.self) == true)
                     return try await group.reduce(into: []) { $0.append($1) }
                 }
+                await holder.close()
                 #expect(results.sorted { $0.count < $1.count } == [[], [1, 2]])
                 #expect(try await poolA.query("SELECT count(*) FROM log").scalar(Int.self) == 1)
                 #expect(try await poolB.query("SELECT count(*) FROM schema_migrations").scalar(Int.self) == 2)

@@ -16,7 +16,7 @@ actor Gate {
 
     func release() {
         open = true
-        waiting.forEach { $0.resume() }
+        for continuation in waiting { continuation.resume() }
         waiting.removeAll()
     }
 }
@@ -42,13 +42,21 @@ extension PostgresIntegrationTests {
                 let (tz, style, digits, encoding) = try settings[0].decode(
                     String.self, String.self, String.self, String.self)
                 #expect([tz, style, digits, encoding] == ["UTC", "ISO, MDY", "3", "UTF8"])
-                // Concurrent work opens more, never beyond max.
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for _ in 0..<12 {
-                        group.addTask { try await pool.query("SELECT pg_sleep(0.02)") }
+                // Concurrent work opens more, never beyond max: four holders on a pool of three, held by a gate
+                // until the pool is seen with three in use and the fourth waiting.
+                let gate = Gate()
+                let holders = Task {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for _ in 0..<4 {
+                            group.addTask { try await pool.withConnection { _ in await gate.wait() } }
+                        }
+                        try await group.waitForAll()
                     }
-                    try await group.waitForAll()
                 }
+                #expect(await eventually { pool.stats().inUse == 3 && pool.stats().waiters == 1 })
+                #expect(pool.stats().open == 3)
+                await gate.release()
+                try await holders.value
                 let stats = pool.stats()
                 #expect(stats.open <= 3 && stats.open >= 2)
                 #expect(stats.inUse == 0 && stats.waiters == 0)

@@ -15,7 +15,7 @@ actor Rendezvous {
     func arrive() async {
         arrived += 1
         if arrived >= parties {
-            waiting.forEach { $0.resume() }
+            for continuation in waiting { continuation.resume() }
             waiting.removeAll()
             return
         }

@@ -23,7 +23,7 @@ struct CatalogInput: Sendable {
             guard let currency = currencies[offer.productId] else {
                 throw GatewayError.invalidParams(
                     param: pending.path + ".productId",
-                    message: "unknown product '\(TenantDirectory.printable(offer.productId))'",
+                    message: "unknown product '\(Validate.printable(offer.productId))'",
                     reason: "unknown_product")
             }
             offers[pending.index].price = try CatalogInput.money(pending.price, currency: currency, path: pending.path + ".price")

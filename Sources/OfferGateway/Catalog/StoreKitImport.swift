@@ -45,7 +45,7 @@ struct StoreKitImport {
             guard let known = Self.storefrontCurrencies[storefront] else {
                 throw fail(
                     basePath + ".settings._storefront",
-                    "unknown storefront '\(TenantDirectory.printable(storefront))'; pass 'currency' to say which currency its prices are in")
+                    "unknown storefront '\(Validate.printable(storefront))'; pass 'currency' to say which currency its prices are in")
             }
             currency = known
         }
@@ -99,7 +99,7 @@ struct StoreKitImport {
     private mutating func product(_ value: JSONValue, groupId: String, index: Int, path: String) throws {
         guard value.objectValue != nil else { throw fail(path, "a subscription is a JSON object") }
         if let type = value["type"]?.stringValue, type != "RecurringSubscription" {
-            report.skipped.append((path, "type \(TenantDirectory.printable(type)) is not an auto-renewable subscription"))
+            report.skipped.append((path, "type \(Validate.printable(type)) is not an auto-renewable subscription"))
             return
         }
         let productId = try string(value["productID"], path + ".productID")

@@ -2,29 +2,40 @@ import Foundation
 import JSONRPC
 import OfferCrypto
 import OfferStore
-import Postgres
 import Synchronization
 
-/// The running gateway: the JSON-RPC server over the `Gateway` handler, plus the listener that keeps every
-/// process's caches fresh. One `run()`-style lifecycle: `start`, serve, `shutdown` (swift-service-lifecycle style).
+/// The running gateway: the JSON-RPC server over the `Gateway` handler, plus the store's change feed that keeps
+/// every process's caches fresh. One lifecycle: `start`, serve, `shutdown` (swift-service-lifecycle style).
 public final class GatewayService: Sendable {
     public let gateway: Gateway
     public let server: RPCServer<Gateway>
     let database: OfferDatabase
     let logger: Logger
-    private let listener = Mutex<PostgresListener?>(nil)
+    /// What other processes (and this one) change in the store.
+    let changeFeed: ChangeFeed
+    /// The feed's `run()` and its consumer, started by `start`, cancelled and awaited by `shutdown`.
+    private let following = Mutex<Task<Void, Never>?>(nil)
+    /// The long-running parts besides the server, each one `run()`: started by `start`, stopped in order by
+    /// `shutdown` (after the server, so every request answered had its writes committed).
+    private let parts = Mutex<[Part: Task<Void, Never>]>([:])
 
-    /// The notification channel catalog and key changes are announced on (see migrations/0001_initial.sql).
-    public static let catalogChannel = "offergate_catalog"
-    /// The channel changes to a customer's transactions are announced on (migrations/0002_customer_notify.sql).
-    public static let customerChannel = "offergate_customer"
+    private enum Part: Hashable {
+        /// The issued-signature ledger's group commit (`LedgerWriter.run`).
+        case ledger
+        /// Re-sealing signing keys under the current master key, when older ones are configured.
+        case resealing
+    }
 
+
+    /// `changeFeedBufferSize`: changes the feed holds for a consumer that fell behind before it tells it to drop
+    /// every cache instead.
     public init(
         database: OfferDatabase, sealer: KeySealer, options: GatewayOptions, rpc: RPCServerConfiguration,
-        logger: Logger
+        logger: Logger, changeFeedBufferSize: Int = ChangeFeed.defaultBufferSize
     ) throws {
         self.database = database
         self.logger = logger
+        self.changeFeed = ChangeFeed(database: database, bufferSize: changeFeedBufferSize)
         self.gateway = Gateway(database: database, sealer: sealer, options: options, logger: logger)
         var rpc = rpc
         let rpcLogger = logger
@@ -37,33 +48,43 @@ public final class GatewayService: Sendable {
     /// Starts following catalog changes made by any gateway process, then binds `addresses`. Returns the bound
     /// addresses (with real ports for `tcp:…:0`).
     public func start(listen addresses: [ListenAddress]) async throws -> [ListenAddress] {
-        let listener = try await PostgresListener.start(
-            configuration: database.pool.configuration, channels: [Self.catalogChannel, Self.customerChannel])
-        self.listener.withLock { $0 = listener }
-        let gateway = self.gateway
-        let logger = self.logger
-        Task.detached {
-            for await event in listener.events {
-                switch event {
-                case .notification(let note) where note.channel == Self.customerChannel:
-                    // "<tenant uuid>:<customer id>": a UUID has no ':', the customer id may.
-                    let parts = note.payload.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-                    guard parts.count == 2, let tenant = UUID(uuidString: String(parts[0])) else { continue }
-                    gateway.invalidate(tenant: tenant, customerId: String(parts[1]))
-                case .notification(let note):
-                    if let tenant = UUID(uuidString: note.payload) { gateway.invalidate(tenant: tenant) }
-                case .reconnected:
-                    logger.warning("catalog change feed reconnected; dropping every cached catalog")
-                    gateway.invalidateAll()
-                }
-            }
+        let feed = changeFeed
+        let task = Task { [gateway, logger] in await Self.follow(feed, gateway: gateway, logger: logger) }
+        following.withLock { $0 = task }
+        do {
+            try await feed.waitUntilListening()
+        } catch {
+            await stopFollowing()
+            throw error
         }
+        startParts()
         _ = ProcessLimits.raiseOpenFileLimit()
         var bound: [ListenAddress] = []
         for address in addresses {
             bound.append(try server.listen(address))
         }
         return bound
+    }
+
+    private func startParts() {
+        let ledger = gateway.services.offers.ledger
+        let resealing = !gateway.sealer.keyring.previous.isEmpty
+        let logger = logger
+        parts.withLock { parts in
+            guard parts.isEmpty else { return }
+            parts[.ledger] = Task { await ledger.run() }
+            if resealing {
+                parts[.resealing] = Task {
+                    do {
+                        try await self.resealSigningKeys()
+                    } catch is CancellationError {
+                        logger.info("re-sealing signing keys stopped by shutdown; the next start goes on")
+                    } catch {
+                        logger.error("re-sealing signing keys failed; the next start retries", ["error": "\(error)"])
+                    }
+                }
+            }
+        }
     }
 
     /// Re-seals every signing key still sealed under an older master key (after `OFFERGATE_MASTER_KEY` was rotated
@@ -75,6 +96,7 @@ public final class GatewayService: Sendable {
         let current = sealer.keyring.current.idHex
         var moved = 0
         for record in try await database.signingKeys.sealedUnder(otherThan: current) {
+            try Task.checkCancellation()
             let tenant = record.tenantId.uuidString.lowercased()
             let sealed = try SealedKey(bytes: record.sealedPrivateKey)
             let resealed = try sealer.reseal(sealed, tenant: tenant, keyId: record.keyId)
@@ -103,8 +125,62 @@ public final class GatewayService: Sendable {
     /// the database pool.
     public func shutdown(gracePeriod: Duration) async {
         await server.shutdown(gracePeriod: gracePeriod)
-        listener.withLock { $0?.stop() }
-        await database.pool.close()
+        let running = parts.withLock { parts in
+            defer { parts.removeAll() }
+            return parts
+        }
+        running[.resealing]?.cancel()
+        await running[.resealing]?.value
+        gateway.services.offers.ledger.finish()
+        await running[.ledger]?.value
+        await stopFollowing()
+        await database.close()
+    }
+
+    /// Runs the change feed and applies its changes to the caches until cancelled. Neither half outlives the
+    /// other: when the feed stops (its first connect failed, or it was cancelled) `changes` ends, and so does the
+    /// consumer.
+    static func follow(_ feed: ChangeFeed, gateway: Gateway, logger: Logger) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await feed.run()
+                } catch {
+                    logger.error("change feed stopped: \(error)")
+                }
+            }
+            group.addTask {
+                for await change in feed.changes {
+                    apply(change, to: gateway, logger: logger)
+                }
+            }
+        }
+    }
+
+    static func apply(_ change: StoreChange, to gateway: Gateway, logger: Logger) {
+        switch change {
+        case .catalogOrSigningKeys(let tenant):
+            gateway.invalidate(tenant: tenant)
+        case .customer(let tenant, let customerId):
+            gateway.invalidate(tenant: tenant, customerId: customerId)
+        case .mayHaveMissedChanges(let reason):
+            switch reason {
+            case .started: break
+            case .reconnected: logger.warning("change feed reconnected; dropping every cache")
+            case .overflow: logger.warning("change feed overflowed (caches fell behind); dropping every cache")
+            case .unrecognised: logger.warning("change feed carried an unrecognised change; dropping every cache")
+            }
+            gateway.invalidateAll()
+        }
+    }
+
+    private func stopFollowing() async {
+        let task = following.withLock { t in
+            defer { t = nil }
+            return t
+        }
+        task?.cancel()
+        await task?.value
     }
 
     static func log(_ event: RPCLogEvent, _ logger: Logger) {

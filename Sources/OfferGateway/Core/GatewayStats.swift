@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import Metrics
 import Synchronization
 
 /// Request counts and latencies per method, for `system.stats`.
@@ -7,44 +8,33 @@ public final class GatewayStats: Sendable {
     struct MethodStats {
         var count = 0
         var errors = 0
-        /// Log2 buckets of microseconds: bucket i holds latencies in [2^i, 2^(i+1)).
-        var buckets = [Int](repeating: 0, count: 40)
-        var maxMicros = 0
+        /// 5 precision bits: percentiles within 3.2 % (the load harness's timeline sketches use the same).
+        var latency = LatencyHistogram(precisionBits: 5)
     }
 
     private let state = Mutex<[String: MethodStats]>([:])
     private let started = Date()
 
     func record(method: String, micros: Int, errorCode: Int?) {
-        let bucket = micros <= 1 ? 0 : min(39, Int.bitWidth - (micros - 1).leadingZeroBitCount)
         state.withLock { all in
-            var stats = all[method] ?? MethodStats()
+            var stats = all.removeValue(forKey: method) ?? MethodStats()
             stats.count += 1
             if errorCode != nil { stats.errors += 1 }
-            stats.buckets[bucket] += 1
-            stats.maxMicros = max(stats.maxMicros, micros)
+            stats.latency.record(microseconds: UInt64(max(0, micros)))
             all[method] = stats
         }
     }
 
-    /// Counts and approximate percentiles (upper bound of the log2 bucket) per method.
+    /// Counts and percentiles per method.
     var json: JSONValue {
         let snapshot = state.withLock { $0 }
         var methods = JSONObject()
         for name in snapshot.keys.sorted() {
             guard let stats = snapshot[name] else { continue }
-            func percentile(_ p: Double) -> Int {
-                let rank = Int((Double(stats.count) * p).rounded(.up))
-                var seen = 0
-                for (index, count) in stats.buckets.enumerated() {
-                    seen += count
-                    if seen >= max(rank, 1) { return min(1 << index, stats.maxMicros) }
-                }
-                return stats.maxMicros
-            }
             methods[name] = [
-                "count": .int(stats.count), "errors": .int(stats.errors), "p50Micros": .int(percentile(0.5)),
-                "p99Micros": .int(percentile(0.99)), "maxMicros": .int(stats.maxMicros),
+                "count": .int(stats.count), "errors": .int(stats.errors),
+                "p50Micros": .int(Int(stats.latency.percentile(50))),
+                "p99Micros": .int(Int(stats.latency.percentile(99))), "maxMicros": .int(Int(stats.latency.max)),
             ]
         }
         return [

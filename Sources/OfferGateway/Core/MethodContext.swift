@@ -26,6 +26,9 @@ struct MethodContext: Sendable {
     let rpc: RPCContext
     let gateway: Gateway
 
+    /// The application services a method calls.
+    var services: Services { gateway.services }
+
     /// The params decoded into `T`; wrong shapes become -32602 naming the param.
     func params<T: Decodable>(_ type: T.Type) throws -> T {
         try request.decodeParams(type)
@@ -66,6 +69,6 @@ struct MethodContext: Sendable {
             throw GatewayError.invalidParams(
                 param: "params.tenant", message: "'tenant' must be a string", reason: "wrong_type")
         }
-        return try await gateway.tenants.find(slug: slug)
+        return try await services.tenants.find(slug: slug)
     }
 }

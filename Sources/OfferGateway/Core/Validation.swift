@@ -53,6 +53,13 @@ enum Validate {
         return Locale(identifier: raw.replacingOccurrences(of: "-", with: "_"))
     }
 
+    /// A client-sent name, shortened and stripped of control characters, for messages.
+    static func printable(_ text: String) -> String {
+        let kept = text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(64)
+        let cleaned = String(String.UnicodeScalarView(kept))
+        return text.unicodeScalars.count > 64 ? cleaned + "…" : cleaned
+    }
+
     private static func name(_ param: String) -> String {
         param.split(separator: ".").last.map(String.init) ?? param
     }

@@ -23,9 +23,9 @@ final class RedemptionCoordinator: Sendable {
     /// A waiting request.
     struct Pending: Sendable {
         let attempt: RedemptionAttempt
-        /// The result JSON to return (and store for the idempotency key), without `replayed`.
-        let response: JSONValue
-        let continuation: CheckedContinuation<JSONValue, any Error>
+        /// What is returned on success (and stored for the idempotency key).
+        let receipt: RedemptionReceipt
+        let continuation: CheckedContinuation<RedemptionReceipt, any Error>
     }
 
     private let repository: CampaignRepository
@@ -33,13 +33,7 @@ final class RedemptionCoordinator: Sendable {
     private let maxBatchSize: Int
     private let linger: Duration?
     private let owners = Mutex<[Key: GroupCommitBatcher<Pending>]>([:])
-    private let customCodes = Mutex<[CodeKey: CodeLookup]>([:])
     private let counters = Mutex<(batches: Int, redemptions: Int)>((0, 0))
-
-    private struct CodeKey: Hashable, Sendable {
-        let tenant: UUID
-        let code: String
-    }
 
     /// - Parameters:
     ///   - maxBatchSize: most redemptions per transaction.
@@ -58,42 +52,29 @@ final class RedemptionCoordinator: Sendable {
     /// Batches committed and redemptions written by this process (for stats and tests).
     var committed: (batches: Int, redemptions: Int) { counters.withLock { $0 } }
 
-    /// The campaign behind a normalised code. Custom codes are cached (a code never changes campaign, and the parts
-    /// of a campaign that can change, its deactivation and counters, are re-read under lock by every batch).
-    func lookup(tenant: UUID, code: String) async throws -> CodeLookup? {
-        let key = CodeKey(tenant: tenant, code: code)
-        if let cached = customCodes.withLock({ $0[key] }) { return cached }
-        let found = try await repository.lookup(tenant: tenant, code: code)
-        if let found, !found.oneTime {
-            customCodes.withLock { cache in
-                if cache.count > 10_000 { cache.removeAll() }
-                cache[key] = found
-            }
-        }
-        return found
-    }
-
     /// The idempotency hash of a redemption request: method and normalised params.
     static func requestHash(code: String, customerId: String) -> String {
         SHA256.hex("codes.redeem\u{0}\(code)\u{0}\(customerId)")
     }
 
-    /// Redeems through the campaign's batch and returns the JSON result (or throws the `GatewayError` of a
-    /// refusal). `productId` is the product of the campaign's offer.
-    func redeem(tenant: UUID, lookup: CodeLookup, productId: String, customerId: String, idempotencyKey: String?)
-        async throws -> JSONValue
-    {
+    /// Redeems through the campaign's batch: returns the receipt once its batch committed, or throws the refusal
+    /// (`GatewayError.refused`), a key conflict, or what the database said. `productId` is the product of the
+    /// campaign's offer; `eligible` whether the customer is in the campaign's eligibility.
+    func redeem(
+        tenant: UUID, lookup: CodeLookup, productId: String, customerId: String, eligible: Bool,
+        idempotencyKey: String?
+    ) async throws -> RedemptionReceipt {
         let campaign = lookup.record.campaign
         let attempt = RedemptionAttempt(
-            customerId: customerId, code: lookup.code, oneTime: lookup.oneTime, idempotencyKey: idempotencyKey,
-            requestHash: Self.requestHash(code: lookup.code, customerId: customerId), redemptionId: UUID.secureRandom())
-        let response: JSONValue = [
-            "redemptionId": .string(attempt.redemptionId.uuidString.lowercased()), "campaignId": .string(campaign.id),
-            "offerId": .string(campaign.offerId), "productId": .string(productId),
-        ]
+            customerId: customerId, code: lookup.code, oneTime: lookup.oneTime, eligible: eligible,
+            idempotencyKey: idempotencyKey, requestHash: Self.requestHash(code: lookup.code, customerId: customerId),
+            redemptionId: UUID.secureRandom())
+        let receipt = RedemptionReceipt(
+            redemptionId: attempt.redemptionId.uuidString.lowercased(), campaignId: campaign.id,
+            offerId: campaign.offerId, productId: productId, replayed: false)
         let key = Key(tenant: tenant, campaignId: campaign.id)
         return try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(attempt: attempt, response: response, continuation: continuation)
+            let pending = Pending(attempt: attempt, receipt: receipt, continuation: continuation)
             let action = owners.withLock { owners in
                 if owners[key] == nil {
                     owners[key] = GroupCommitBatcher(maxBatchSize: maxBatchSize, lingers: linger != nil)
@@ -123,10 +104,7 @@ final class RedemptionCoordinator: Sendable {
     private func commit(_ batch: [Pending], key: Key) async {
         let attempts = batch.map(\.attempt)
         // Stored outcomes are needed only for attempts with an idempotency key.
-        let responses = batch.map {
-            $0.attempt.idempotencyKey == nil
-                ? "" : String(decoding: JSONSerializer.serialize($0.response), as: UTF8.self)
-        }
+        let responses = batch.map { $0.attempt.idempotencyKey == nil ? "" : $0.receipt.storedJSON }
         let at = clock()
         let customers = Array(Set(attempts.map(\.customerId)))
         let codes = Array(Set(attempts.filter(\.oneTime).map(\.code)))
@@ -164,8 +142,7 @@ final class RedemptionCoordinator: Sendable {
                 pending.continuation.resume(with: Self.answer(index, verdicts: verdicts, batch: batch))
             }
         } catch {
-            let failure = Self.gatewayError(error)
-            for pending in batch { pending.continuation.resume(throwing: failure) }
+            for pending in batch { pending.continuation.resume(throwing: error) }
         }
         let next = owners.withLock { owners -> GroupCommitBatcher<Pending>.Action in
             guard var owner = owners[key] else { return .none }
@@ -181,59 +158,66 @@ final class RedemptionCoordinator: Sendable {
     }
 
     /// The answer to attempt `index` of a committed batch.
-    static func answer(_ index: Int, verdicts: [RedemptionVerdict], batch: [Pending]) -> Result<JSONValue, any Error> {
+    static func answer(_ index: Int, verdicts: [RedemptionVerdict], batch: [Pending])
+        -> Result<RedemptionReceipt, any Error>
+    {
         switch verdicts[index] {
         case .accepted:
-            return .success(with(batch[index].response, replayed: false))
+            return .success(batch[index].receipt)
         case .refused(let refusal):
-            return .failure(refusalError(refusal))
+            return .failure(GatewayError.refused(refusal))
         case .replay(let stored):
-            guard let value = try? JSONParsing.parse(stored) else {
-                return .failure(GatewayError.internal("stored idempotency outcome is not JSON"))
+            guard let receipt = RedemptionReceipt(storedJSON: stored) else {
+                return .failure(GatewayError.internal("stored idempotency outcome is not a redemption"))
             }
-            return .success(with(value, replayed: true))
+            return .success(receipt)
         case .sameAs(let first):
-            return answer(first, verdicts: verdicts, batch: batch).map { with($0, replayed: true) }
+            return answer(first, verdicts: verdicts, batch: batch).map { $0.asReplay() }
         case .keyConflict:
-            return .failure(keyConflict())
+            return .failure(
+                GatewayError.conflict("the idempotency key was used with other params", reason: "idempotency_key_reused"))
         }
     }
+}
 
-    static func with(_ value: JSONValue, replayed: Bool) -> JSONValue {
-        guard var object = value.objectValue else { return value }
-        object["replayed"] = .bool(replayed)
-        return .object(object)
+/// A successful redemption as `codes.redeem` returns it. The same four ids are stored as JSON under an idempotency
+/// key (the format every version reads back), and a replay returns them with `replayed: true`.
+struct RedemptionReceipt: Sendable, Hashable {
+    let redemptionId: String
+    let campaignId: String
+    let offerId: String
+    let productId: String
+    let replayed: Bool
+
+    init(redemptionId: String, campaignId: String, offerId: String, productId: String, replayed: Bool) {
+        self.redemptionId = redemptionId
+        self.campaignId = campaignId
+        self.offerId = offerId
+        self.productId = productId
+        self.replayed = replayed
     }
 
-    static func keyConflict() -> GatewayError {
-        .conflict("the idempotency key was used with other params", reason: "idempotency_key_reused")
+    /// A stored outcome, replayed; nil when it is not one.
+    init?(storedJSON: String) {
+        guard let object = (try? JSONParsing.parse(storedJSON))?.objectValue,
+            let redemptionId = object["redemptionId"]?.stringValue, let campaignId = object["campaignId"]?.stringValue,
+            let offerId = object["offerId"]?.stringValue, let productId = object["productId"]?.stringValue
+        else { return nil }
+        self.init(
+            redemptionId: redemptionId, campaignId: campaignId, offerId: offerId, productId: productId, replayed: true)
     }
 
-    /// The API error of a refusal (API.md §4 codes.redeem).
-    static func refusalError(_ refusal: Campaign.Refusal) -> GatewayError {
-        switch refusal {
-        case .codeExhausted:
-            return .code(
-                refusal.rpcCode, "the code is exhausted (limit reached or one-time code used)", reason: refusal.rawValue
-            )
-        case .customerLimitReached:
-            return .code(refusal.rpcCode, "the customer reached this campaign's limit", reason: refusal.rawValue)
-        case .campaignNotStarted:
-            return .code(refusal.rpcCode, "the campaign has not started", reason: refusal.rawValue)
-        case .campaignExpired:
-            return .code(refusal.rpcCode, "the campaign has expired", reason: refusal.rawValue)
-        case .campaignDeactivated:
-            return .code(refusal.rpcCode, "the campaign was deactivated", reason: refusal.rawValue)
-        case .notInCampaignEligibility:
-            return .notEligible("the customer is not in the campaign's eligibility", reasons: [refusal.rawValue])
-        }
+    /// What is stored under the idempotency key (without `replayed`).
+    var storedJSON: String {
+        let object: JSONValue = [
+            "redemptionId": .string(redemptionId), "campaignId": .string(campaignId), "offerId": .string(offerId),
+            "productId": .string(productId),
+        ]
+        return String(decoding: JSONSerializer.serialize(object), as: UTF8.self)
     }
 
-    static func gatewayError(_ error: any Error) -> GatewayError {
-        switch error {
-        case let error as GatewayError: return error
-        case let error as StoreError: return GatewayError(error)
-        default: return .internal("\(error)")
-        }
+    func asReplay() -> RedemptionReceipt {
+        RedemptionReceipt(
+            redemptionId: redemptionId, campaignId: campaignId, offerId: offerId, productId: productId, replayed: true)
     }
 }

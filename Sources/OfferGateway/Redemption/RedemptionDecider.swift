@@ -7,6 +7,9 @@ struct RedemptionAttempt: Sendable, Hashable {
     var customerId: String
     var code: String
     var oneTime: Bool
+    /// Whether the customer is in the campaign's eligibility (decided from their history before the attempt joins
+    /// a batch; always true for a campaign open to everyone).
+    var eligible: Bool
     var idempotencyKey: String?
     /// Hex SHA-256 of the method and the normalised params (see `RedemptionCoordinator.requestHash`).
     var requestHash: String
@@ -32,15 +35,13 @@ enum RedemptionVerdict: Sendable, Hashable {
 enum RedemptionDecider {
     /// Decides `attempts` in arrival order against the locked campaign row.
     ///
-    /// Per attempt: a known idempotency key replays (same params) or conflicts (other params); then the campaign
-    /// must be active at `at`; a one-time code already redeemed (before, or earlier in this batch) is exhausted;
-    /// then `CampaignLimits.decide` applies the customer's limit and the total limit, counting the batch's own
-    /// accepted attempts. Eligibility (new/existing/expired) is checked before an attempt joins a batch.
+    /// Per attempt: a known idempotency key replays (same params) or conflicts (other params); otherwise the one
+    /// refusal order of the domain (`Campaign.refusal`, the same rule `codes.validate` applies) decides, over the
+    /// stored counts plus the attempts this batch accepted before it.
     static func decide(
         _ attempts: [RedemptionAttempt], campaign: Campaign, at: Date, redeemed: Int, perCustomer: [String: Int],
         usedCodes: Set<String>, records: [String: IdempotencyRecord]
     ) -> [RedemptionVerdict] {
-        let stateRefusal = campaign.stateRefusal(at: at)
         var total = redeemed
         var counts = perCustomer
         var used = usedCodes
@@ -60,26 +61,17 @@ enum RedemptionDecider {
                 }
                 firstByKey[key] = index
             }
-            if let stateRefusal {
-                verdicts.append(.refused(stateRefusal))
+            let facts = RedemptionFacts(
+                at: at, customerEligible: attempt.eligible, oneTimeCodeUsed: attempt.oneTime && used.contains(attempt.code),
+                redeemed: total, customerRedeemed: counts[attempt.customerId, default: 0])
+            if let refusal = campaign.refusal(facts) {
+                verdicts.append(.refused(refusal))
                 continue
             }
-            if attempt.oneTime && used.contains(attempt.code) {
-                verdicts.append(.refused(.codeExhausted))
-                continue
-            }
-            let customer = attempt.customerId
-            switch campaign.limits.decide(redeemed: total, customerRedeemed: counts[customer, default: 0]) {
-            case .accepted:
-                total += 1
-                counts[customer, default: 0] += 1
-                if attempt.oneTime { used.insert(attempt.code) }
-                verdicts.append(.accepted)
-            case .customerLimitReached:
-                verdicts.append(.refused(.customerLimitReached))
-            case .exhausted:
-                verdicts.append(.refused(.codeExhausted))
-            }
+            total += 1
+            counts[attempt.customerId, default: 0] += 1
+            if attempt.oneTime { used.insert(attempt.code) }
+            verdicts.append(.accepted)
         }
         return verdicts
     }

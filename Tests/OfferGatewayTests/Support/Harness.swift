@@ -2,7 +2,7 @@ import Foundation
 import JSONRPC
 import OfferCrypto
 import OfferGateway
-import OfferStore
+@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing

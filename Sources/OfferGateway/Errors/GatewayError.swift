@@ -3,8 +3,9 @@ import JSONRPC
 import OfferDomain
 import OfferStore
 
-/// Every way a gateway method can fail. This file is the one place where failures become JSON-RPC errors
-/// (`rpcError`); messages are for humans and never carry secrets (keys, codes, signatures, bound values).
+/// Every way a gateway service can fail. Messages are for humans and never carry secrets (keys, codes,
+/// signatures, bound values). How each case looks on the wire is decided in one place, `rpcError` below, reached
+/// through `RenderableError` (ErrorRendering.swift) for every error a service may throw.
 public enum GatewayError: Error, Sendable {
     /// -32602: a parameter is missing, of the wrong type or out of range. `param` names it (`params.productId`).
     case invalidParams(param: String, message: String, reason: String = "invalid_value")
@@ -28,8 +29,11 @@ public enum GatewayError: Error, Sendable {
     case unavailable(String)
     /// -32603: a bug or a broken invariant; details are logged, not returned.
     case `internal`(String)
-    /// A code-campaign outcome with its own code (-32040…-32043).
-    case code(Int, String, reason: String)
+    /// -32040: no such code for this tenant.
+    case unknownCode
+    /// A redemption refused by the campaign's rules: -32042 (not active), -32020 (eligibility), -32041 (exhausted),
+    /// -32043 (customer limit).
+    case refused(Campaign.Refusal)
 
     /// The JSON-RPC error the client sees.
     public var rpcError: RPCError {
@@ -63,17 +67,38 @@ public enum GatewayError: Error, Sendable {
             return RPCError(code: -32050, message: message, reason: "unavailable", retryable: true)
         case .internal:
             return RPCError(code: -32603, message: "internal error", reason: "internal_error", retryable: false)
-        case .code(let code, let message, let reason):
-            return RPCError(code: code, message: message, reason: reason, retryable: false)
+        case .unknownCode:
+            return RPCError(code: -32040, message: "unknown code", reason: "unknown_code", retryable: false)
+        case .refused(let refusal):
+            return Self.rpcError(refusal)
         }
     }
 
-    /// What goes to the server log (may be more detailed than `rpcError`, still without secrets).
-    var logDescription: String {
+    private static func rpcError(_ refusal: Campaign.Refusal) -> RPCError {
+        let (code, message): (Int, String) =
+            switch refusal {
+            case .campaignNotStarted: (-32042, "the campaign has not started")
+            case .campaignExpired: (-32042, "the campaign has expired")
+            case .campaignDeactivated: (-32042, "the campaign was deactivated")
+            case .codeExhausted: (-32041, "the code is exhausted (limit reached or one-time code used)")
+            case .customerLimitReached: (-32043, "the customer reached this campaign's limit")
+            case .notInCampaignEligibility: (-32020, "the customer is not in the campaign's eligibility")
+            }
+        if refusal == .notInCampaignEligibility {
+            return RPCError(
+                code: code, message: message, reason: "not_eligible", retryable: false,
+                details: ["reasons": .array([.string(refusal.rawValue)])])
+        }
+        return RPCError(code: code, message: message, reason: refusal.rawValue, retryable: false)
+    }
+
+    /// What the server log gets when the failure is the gateway's or the database's; nil when it is the client's
+    /// doing (a conflict, a miss, a refusal), which is not logged as a failure. Never carries secrets.
+    var failureDetail: String? {
         switch self {
         case .internal(let detail): "internal: \(detail)"
         case .unavailable(let detail): "unavailable: \(detail)"
-        default: "\(rpcError.code) \(rpcError.message)"
+        default: nil
         }
     }
 }
@@ -86,7 +111,10 @@ extension GatewayError {
         case .conflict(let what): self = .conflict(what)
         case .notFound(let what): self = .notFound(what)
         case .unavailable: self = .unavailable("the database is unavailable; retry later")
-        case .database(let pg): self = .internal("database: \(pg)")
+        case .database(let failure) where failure.isCancelled:
+            // The request's task was cancelled (its client went away): nobody reads this answer.
+            self = .unavailable("the request was cancelled")
+        case .database(let failure): self = .internal("database: \(failure)")
         case .corrupt(let what): self = .internal("corrupt stored value: \(what)")
         }
     }

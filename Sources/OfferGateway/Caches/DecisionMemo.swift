@@ -1,5 +1,4 @@
 import Foundation
-import JSONRPC
 import OfferDomain
 
 /// `offers.best` answers, remembered until their inputs change or time alone could change them.
@@ -25,7 +24,7 @@ final class DecisionMemo: Sendable {
         let madeAt: Date
         /// nil: no later instant changes it.
         let until: Date?
-        let response: JSONValue
+        let response: BestOfferAnswer
     }
 
     private let answers: KeyedCache<Key, Answer>
@@ -38,7 +37,7 @@ final class DecisionMemo: Sendable {
     }
 
     /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
-    func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> JSONValue? {
+    func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> BestOfferAnswer? {
         guard enabled, let answer = answers.cached(key), answer.catalog === catalog,
             answer.transactions === transactions,
             answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
@@ -48,7 +47,7 @@ final class DecisionMemo: Sendable {
 
     /// Remembers an answer made at `madeAt` over these snapshots.
     func remember(
-        _ key: Key, _ response: JSONValue, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, madeAt: Date
+        _ key: Key, _ response: BestOfferAnswer, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, madeAt: Date
     ) {
         guard enabled else { return }
         let until = DecisionHorizon.next(

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A latency histogram in the style of HdrHistogram: log-linear buckets at microsecond resolution.
 ///
 /// Values are whole microseconds. Values below `2 × subBuckets` (256 µs at the default precision) each have their

@@ -4,114 +4,8 @@ import OfferDomain
 import OfferStore
 import Synchronization
 
-/// A cache with invalidation that cannot lose a race: a value loaded while an invalidation of its key (or of
-/// everything) happened is returned to the callers that waited for it but not kept, so the next caller loads afresh.
-/// Loads are shared: callers that miss the same key while its load is in flight wait for that one load instead of
-/// starting their own (no herd of identical queries after a restart or an invalidation). With a capacity, the
-/// oldest entries are dropped first once it is reached.
-final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    /// A load in flight, shared by every caller that missed its key since it started.
-    private struct Flight {
-        let id: UInt64
-        let task: Task<Value, any Error>
-    }
-
-    private struct State {
-        var values: [Key: Value] = [:]
-        /// The current load of each key being loaded. An invalidation removes it: its result then goes to the
-        /// callers already waiting for it, but is not kept, and later callers start a new load.
-        var flights: [Key: Flight] = [:]
-        var nextFlight: UInt64 = 0
-        /// Insertion order, for eviction when a capacity is set (may hold keys already gone).
-        var order: [Key] = []
-        var orderStart = 0
-    }
-
-    private enum Lookup {
-        case cached(Value)
-        case wait(Task<Value, any Error>)
-    }
-
-    private let state = Mutex(State())
-    private let capacity: Int?
-
-    init(capacity: Int? = nil) {
-        self.capacity = capacity
-    }
-
-    /// The cached value, or the result of `load` (shared with concurrent callers of the same key).
-    func value(for key: Key, load: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        let lookup: Lookup = state.withLock { s in
-            if let cached = s.values[key] { return .cached(cached) }
-            if let flight = s.flights[key] { return .wait(flight.task) }
-            s.nextFlight += 1
-            let id = s.nextFlight
-            // The task records its result under the lock, so it cannot finish before its flight is registered.
-            let task = Task { try await self.fly(key, id, load) }
-            s.flights[key] = Flight(id: id, task: task)
-            return .wait(task)
-        }
-        switch lookup {
-        case .cached(let value): return value
-        case .wait(let task): return try await task.value
-        }
-    }
-
-    private func fly(_ key: Key, _ id: UInt64, _ load: @Sendable () async throws -> Value) async throws -> Value {
-        do {
-            let loaded = try await load()
-            state.withLock { s in
-                guard s.flights[key]?.id == id else { return }  // invalidated meanwhile: not kept
-                s.flights[key] = nil
-                store(&s, key, loaded)
-            }
-            return loaded
-        } catch {
-            state.withLock { s in
-                if s.flights[key]?.id == id { s.flights[key] = nil }
-            }
-            throw error
-        }
-    }
-
-    private func store(_ s: inout State, _ key: Key, _ value: Value) {
-        guard s.values.updateValue(value, forKey: key) == nil, let capacity else { return }
-        s.order.append(key)
-        while s.values.count > capacity, s.orderStart < s.order.count {
-            s.values[s.order[s.orderStart]] = nil
-            s.orderStart += 1
-        }
-        if s.orderStart > 4_096 && s.orderStart * 2 > s.order.count {
-            s.order.removeFirst(s.orderStart)
-            s.orderStart = 0
-        }
-    }
-
-    func invalidate(_ key: Key) {
-        state.withLock { s in
-            s.values[key] = nil
-            s.flights[key] = nil
-        }
-    }
-
-    func invalidateAll() {
-        state.withLock { s in
-            s.values.removeAll()
-            s.flights.removeAll()
-            s.order.removeAll()
-            s.orderStart = 0
-        }
-    }
-
-    var count: Int { state.withLock { $0.values.count } }
-
-    /// The value cached for `key`, if any (never loads).
-    func cached(_ key: Key) -> Value? { state.withLock { $0.values[key] } }
-
-    /// Caches a value computed elsewhere. Unlike a load, it is kept even if its key was invalidated meanwhile:
-    /// only for values that carry their own validity (see `DecisionMemo`).
-    func put(_ value: Value, for key: Key) { state.withLock { s in store(&s, key, value) } }
-}
+// The caches of one gateway process, each a `KeyedCache` use. `GatewayCaches` holds them all and is the one place
+// that drops entries when the store's change feed reports a change (here or in another process).
 
 /// Per-tenant caches have one entry per tenant and no capacity.
 typealias TenantCache<Value: Sendable> = KeyedCache<UUID, Value>
@@ -202,6 +96,11 @@ struct ActiveSigner: Sendable {
     let keyId: String
     let issuerId: String?
     let key: SigningKey
+
+    /// The signer for one app (a cheap value over the shared, parsed key).
+    func offerSigner(bundleId: String) -> OfferSigner {
+        OfferSigner(key: key, keyId: keyId, issuerId: issuerId ?? "", bundleId: bundleId)
+    }
 }
 
 /// Each tenant's active signer (or the fact that there is none), served from memory.
@@ -246,15 +145,84 @@ final class TenantDirectory: Sendable {
         if let known = bySlug.withLock({ $0[slug] }) { return known }
         // Only a well-formed slug goes to the database: libpq would cut "acme\0x" down to "acme".
         guard TenantRecord.isWellFormed(slug: slug), let tenant = try await repository.find(slug: slug) else {
-            throw GatewayError.notFound("no tenant '\(Self.printable(slug))'", reason: "unknown_tenant")
+            throw GatewayError.notFound("no tenant '\(Validate.printable(slug))'", reason: "unknown_tenant")
         }
         bySlug.withLock { $0[slug] = tenant }
         return tenant
     }
+}
 
-    /// A client-sent name, shortened and stripped of control characters, for messages.
-    static func printable(_ text: String) -> String {
-        let cleaned = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(64).map(Character.init))
-        return text.unicodeScalars.count > 64 ? cleaned + "…" : cleaned
+/// The campaign behind each custom (vanity) code. A code never changes campaign, and the parts of a campaign that
+/// can change, its deactivation and counters, are re-read under lock by every redemption batch; one-time codes are
+/// never kept (each is redeemed once, so a cached lookup would rarely be asked again).
+final class CustomCodeCache: Sendable {
+    private struct Key: Hashable, Sendable {
+        let tenant: UUID
+        let code: String
+    }
+
+    private let cache = KeyedCache<Key, CodeLookup>(capacity: 10_000)
+
+    /// The cached lookup, else the repository's (kept when it is a custom code).
+    func lookup(tenant: UUID, code: String, load: @Sendable () async throws -> CodeLookup?) async throws
+        -> CodeLookup?
+    {
+        let key = Key(tenant: tenant, code: code)
+        if let cached = cache.cached(key) { return cached }
+        let found = try await load()
+        if let found, !found.oneTime { cache.put(found, for: key) }
+        return found
+    }
+
+    func invalidateAll() { cache.invalidateAll() }
+}
+
+/// Every cache of one gateway process, and the one place that drops their entries after a change.
+final class GatewayCaches: Sendable {
+    let tenants: TenantDirectory
+    let catalogs: CatalogCache
+    let signers: SignerCache
+    let customers: CustomerCache
+    /// Remembered `offers.best` answers, exact until their inputs change or their horizon passes.
+    let decisions: DecisionMemo
+    let displayTexts = DisplayTextCache()
+    let customCodes = CustomCodeCache()
+
+    init(database: OfferDatabase, sealer: KeySealer, options: GatewayOptions) {
+        tenants = TenantDirectory(repository: database.tenants)
+        catalogs = CatalogCache(repository: database.catalog)
+        signers = SignerCache(repository: database.signingKeys, sealer: sealer)
+        customers = CustomerCache(repository: database.subscriptions, capacity: options.customerCacheSize)
+        decisions = DecisionMemo(capacity: options.decisionMemoSize)
+    }
+
+    /// The tenant's catalog and the customer's transactions, from memory when both are there (the usual case: no
+    /// child tasks), else loaded side by side.
+    func inputs(tenant: UUID, customerId: String) async throws -> (CatalogSnapshot, TransactionsSnapshot) {
+        if let catalog = catalogs.cachedSnapshot(tenant), let transactions = customers.cachedSnapshot(tenant, customerId) {
+            return (catalog, transactions)
+        }
+        async let catalog = catalogs.snapshot(tenant)
+        async let transactions = customers.snapshot(tenant, customerId)
+        return try await (catalog, transactions)
+    }
+
+    /// Drops one tenant's catalog and signer (remembered answers over the old catalog are never served again).
+    func invalidate(tenant: UUID) {
+        catalogs.invalidate(tenant)
+        signers.invalidate(tenant)
+    }
+
+    /// Drops one customer's transactions.
+    func invalidate(tenant: UUID, customerId: String) {
+        customers.invalidate(tenant, customerId)
+    }
+
+    /// Drops everything that can change (after the change feed may have missed events).
+    func invalidateAll() {
+        catalogs.invalidateAll()
+        signers.invalidateAll()
+        customers.invalidateAll()
+        customCodes.invalidateAll()
     }
 }

@@ -1,0 +1,32 @@
+import Foundation
+import OfferCrypto
+
+/// Settings of the application layer (transports are configured separately).
+public struct GatewayOptions: Sendable {
+    /// The operators' API key (`OFFERGATE_ADMIN_KEY`); nil turns admin methods off.
+    public var adminKey: String?
+    /// Requests a second per tenant (0 = unlimited), and the burst allowed after a quiet period.
+    public var rateLimit: Double = 0
+    public var rateBurst: Double = 0
+    /// How many customers' transaction histories each process keeps in memory.
+    public var customerCacheSize: Int = 100_000
+    /// How many `offers.best` answers each process remembers (see `DecisionMemo`); 0 turns the memo off.
+    public var decisionMemoSize: Int = 20_000
+    /// Log every request at info level (otherwise at debug).
+    public var logRequests: Bool = true
+    public var version: String = OfferGateVersion.current
+    /// The clock for decisions without an explicit `at` and for signature timestamps.
+    public var clock: @Sendable () -> Date = { Date() }
+    /// Where nonces come from (by default a fresh v4 UUID from OpenSSL's CSPRNG, buffered per thread: Foundation's
+    /// `UUID()` opens `/dev/urandom` on every call on Linux).
+    public var nonce: @Sendable () -> UUID = { UUID.secureRandom() }
+
+    public init(adminKey: String? = nil) {
+        self.adminKey = adminKey
+    }
+}
+
+/// The version reported by `system.health`.
+public enum OfferGateVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,139 @@
+import Foundation
+import JSONRPC
+import OfferCrypto
+import OfferDomain
+import OfferStore
+
+// The API's JSON shapes of the services' results, shared by every method (and by the HTTP routes, which send the
+// same objects). Nothing here decides anything.
+
+enum Wire {
+    /// An instant as RFC 3339 text, or null.
+    static func date(_ value: Date?) -> JSONValue {
+        value.flatMap { RFC3339.format($0) }.map { .string($0) } ?? .null
+    }
+
+    static func strings(_ values: [String]) -> JSONValue {
+        .array(values.map { .string($0) })
+    }
+
+    /// A campaign as the admin methods show it, in its state at `at`.
+    static func campaign(_ record: CampaignRecord, at: Date) -> JSONObject {
+        let c = record.campaign
+        return [
+            "campaignId": .string(c.id), "offerId": .string(c.offerId), "kind": .string(c.kind.rawValue),
+            "code": c.code.map { .string($0) } ?? .null,
+            "totalLimit": c.limits.totalLimit.map { .int($0) } ?? .null,
+            "perCustomerLimit": .int(c.limits.perCustomerLimit), "startsAt": date(c.startsAt),
+            "expiresAt": date(c.expiresAt), "eligibility": strings(c.eligibility.sorted().map(\.rawValue)),
+            "state": .string(c.state(at: at).rawValue), "deactivatedAt": date(c.deactivatedAt),
+            "redeemed": .int(record.redeemed), "rolledBack": .int(record.rolledBack),
+            "codesGenerated": .int(record.codesGenerated), "createdAt": date(record.createdAt),
+        ]
+    }
+
+    /// A customer's state in one group.
+    static func group(_ group: SubscriptionGroup, _ h: GroupHistory) -> JSONValue {
+        [
+            "groupId": .string(group.id), "state": .string(h.state.rawValue),
+            "autoRenew": h.autoRenew.map { .bool($0) } ?? .null,
+            "activeProductId": h.activeProductId.map { .string($0) } ?? .null,
+            "firstPurchase": date(h.firstPurchaseDate), "lastExpiry": date(h.lastExpiresDate),
+            "lapsedAt": date(h.lapsedAt), "paidMonths": .int(h.paidMonths),
+            "introOfferUsed": .bool(h.introOfferUsed),
+            "winBackRedemptions": .array(
+                h.winBackRedemptions.map {
+                    ["offerId": .string($0.offerId), "startedAt": date($0.startedAt), "endedAt": date($0.endedAt)]
+                }),
+        ]
+    }
+
+    /// An `offers.best` answer, encoded once per answer (remembered answers are sent as these bytes again).
+    static func best(_ answer: BestOfferAnswer) -> JSONValue {
+        answer.rendered.value {
+            let result = answer.result
+            var offer: JSONValue = .null
+            if let winner = result.winner {
+                var object: JSONObject = [
+                    "offerId": .string(winner.offer.id), "type": .string(winner.offer.type.rawValue),
+                    "productId": .string(winner.product.id),
+                    "paymentMode": .string(winner.offer.paymentMode.rawValue),
+                    "period": .string(winner.offer.period.iso8601), "periodCount": .int(winner.offer.periodCount),
+                    "displayText": .string(answer.displayText ?? ""),
+                ]
+                if let price = winner.offer.price {
+                    object["price"] = .string(price.decimalString)
+                    object["currency"] = .string(price.currency)
+                }
+                offer = .object(object)
+            }
+            let value: JSONValue = [
+                "offer": offer,
+                "considered": .array(
+                    result.considered.map { candidate in
+                        [
+                            "offerId": .string(candidate.offer.id), "type": .string(candidate.offer.type.rawValue),
+                            "productId": .string(candidate.product.id),
+                            "eligible": .bool(candidate.verdict.eligible),
+                            "reasons": strings(candidate.verdict.reasons.map(\.rawValue)),
+                            "rank": candidate.rank.map { .int($0) } ?? .null,
+                        ]
+                    }),
+            ]
+            return .encoded(EncodedJSON(value))
+        }
+    }
+
+    static func signed(_ signed: OfferService.SignedOffer) -> JSONValue {
+        switch signed {
+        case .v1(let signature, let keyId, let offerId, let productId, let appAccountToken):
+            return [
+                "format": "v1", "keyId": .string(keyId), "nonce": .string(signature.nonceString),
+                "timestamp": .number(JSONNumber(signature.timestamp)), "signature": .string(signature.signature),
+                "offerId": .string(offerId), "productId": .string(productId),
+                "appAccountToken": .string(appAccountToken),
+            ]
+        case .jws(let jws, let keyId, let nonce, let offerId, let productId):
+            return [
+                "format": "jws", "compactJWS": .string(jws), "offerId": .string(offerId),
+                "productId": .string(productId), "keyId": .string(keyId), "nonce": .string(nonce.lowercasedString),
+            ]
+        }
+    }
+
+    static func receipt(_ receipt: RedemptionReceipt) -> JSONValue {
+        [
+            "redemptionId": .string(receipt.redemptionId), "campaignId": .string(receipt.campaignId),
+            "offerId": .string(receipt.offerId), "productId": .string(receipt.productId),
+            "replayed": .bool(receipt.replayed),
+        ]
+    }
+
+    static func validation(_ validation: CodeService.Validation) -> JSONValue {
+        guard let campaign = validation.campaign, let code = validation.code, let productId = validation.productId
+        else { return ["valid": false, "reason": "unknown_code"] }
+        var result: JSONObject = [
+            "valid": .bool(validation.refusal == nil), "campaignId": .string(campaign.id),
+            "offerId": .string(campaign.offerId), "productId": .string(productId), "code": .string(code),
+        ]
+        if case .refused(let refusal) = validation.refusal {
+            result["reason"] = .string(refusal.rawValue)
+            result["errorCode"] = .int(refusal.rpcError.code)
+        }
+        return .object(result)
+    }
+
+    static func catalogChange(_ change: CatalogService.Change, tenant: TenantRecord) -> JSONValue {
+        let input = change.input
+        return [
+            "tenant": .string(tenant.slug),
+            "imported": [
+                "groups": .int(input.groups.count), "products": .int(input.products.count),
+                "offers": .int(input.offers.count),
+            ],
+            "groups": strings(input.groups.map(\.id)), "products": strings(input.products.map(\.id)),
+            "offers": strings(input.offers.map(\.id)),
+            "skipped": .array(change.skipped.map { ["path": .string($0.path), "reason": .string($0.reason)] }),
+        ]
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import OfferCrypto
+import OfferDomain
+import OfferStore
+
+/// Offer-code campaigns (admin): their definition, their one-time codes and their counters.
+struct CampaignService: Sendable {
+    let repository: CampaignRepository
+    let caches: GatewayCaches
+    let clock: @Sendable () -> Date
+    let logger: Logger
+
+    /// Most codes one `campaigns.generateCodes` call makes.
+    static let maxGenerate = 5_000_000
+
+    struct CreateRequest: Decodable, Sendable {
+        let campaignId: String
+        let offerId: String
+        let kind: String
+        let code: String?
+        let totalLimit: Int?
+        let perCustomerLimit: Int?
+        let startsAt: Date?
+        let expiresAt: Date?
+        let eligibility: [String]?
+    }
+
+    struct CampaignRequest: Decodable, Sendable {
+        let campaignId: String
+    }
+
+    struct GenerateRequest: Decodable, Sendable {
+        let campaignId: String
+        let count: Int
+        let pattern: String?
+    }
+
+    struct CodesRequest: Decodable, Sendable {
+        let campaignId: String
+        let after: String?
+        let limit: Int?
+    }
+
+    /// A created campaign, with Apple's caps it exceeds (warnings, not failures).
+    struct Created: Sendable {
+        let record: CampaignRecord
+        let warnings: [String]
+    }
+
+    /// One page of a campaign's codes; `next` is the `after` of the next page (nil on the last).
+    struct CodesPage: Sendable {
+        let campaignId: String
+        let codes: [CodeListing]
+        let next: String?
+    }
+
+    func create(_ request: CreateRequest, tenant: TenantRecord) async throws -> Created {
+        let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
+        let offerId = try Validate.identifier(request.offerId, param: "params.offerId")
+        guard let kind = CampaignKind(rawValue: request.kind) else {
+            throw GatewayError.invalidParams(param: "params.kind", message: "kind must be oneTime or custom")
+        }
+        var eligibility = Set(CampaignAudience.allCases)
+        if let names = request.eligibility {
+            eligibility = []
+            for (index, name) in names.enumerated() {
+                guard let audience = CampaignAudience(rawValue: name) else {
+                    throw GatewayError.invalidParams(
+                        param: "params.eligibility[\(index)]", message: "eligibility takes new, existing, expired")
+                }
+                eligibility.insert(audience)
+            }
+        }
+        let campaign: Campaign
+        do throws(OfferDomainError) {
+            campaign = try Campaign(
+                id: campaignId, offerId: offerId, kind: kind, code: request.code, totalLimit: request.totalLimit,
+                perCustomerLimit: request.perCustomerLimit ?? 1, startsAt: request.startsAt,
+                expiresAt: request.expiresAt, eligibility: eligibility)
+        } catch {
+            throw GatewayError(error, paramPrefix: "params")
+        }
+        guard try await caches.catalogs.catalog(tenant.id).offer(offerId) != nil else {
+            throw GatewayError.notFound("no offer '\(Validate.printable(offerId))'", reason: "unknown_offer")
+        }
+        let record = try await repository.create(tenant: tenant.id, campaign)
+        logger.info("campaign created", ["tenant": tenant.slug, "campaign": campaignId])
+        return Created(record: record, warnings: campaign.appleCapWarnings(createdAt: record.createdAt))
+    }
+
+    /// Makes `count` new one-time codes; `progress` hears the running total after each stored round.
+    func generateCodes(
+        _ request: GenerateRequest, tenant: TenantRecord, progress: @escaping @Sendable (Int) -> Void
+    ) async throws -> Int {
+        let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
+        guard (1...Self.maxGenerate).contains(request.count) else {
+            throw GatewayError.invalidParams(param: "params.count", message: "count must be 1-\(Self.maxGenerate)")
+        }
+        let generator: CodeGenerator
+        do throws(OfferDomainError) {
+            generator = try CodeGenerator(pattern: request.pattern)
+        } catch {
+            throw GatewayError(error, paramPrefix: "params")
+        }
+        // Keep the space at least 10x larger than the request, so collisions stay rare and retries cheap.
+        guard generator.capacity >= Double(request.count) * 10 else {
+            throw GatewayError.invalidParams(
+                param: "params.pattern", message: "the pattern has too few # for \(request.count) codes",
+                reason: "pattern_too_small")
+        }
+        let generated = try await repository.generateCodes(
+            tenant: tenant.id, campaignId: campaignId, count: request.count,
+            makeCodes: { n in
+                var random = SecureRandomGenerator()
+                return generator.generateNormalized(count: n, using: &random)
+            },
+            progress: progress)
+        logger.info("codes generated", ["tenant": tenant.slug, "campaign": campaignId, "count": String(generated)])
+        return generated
+    }
+
+    func codes(_ request: CodesRequest, tenant: TenantRecord) async throws -> CodesPage {
+        let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
+        let limit = request.limit ?? 100
+        guard (1...1000).contains(limit) else {
+            throw GatewayError.invalidParams(param: "params.limit", message: "limit must be 1-1000")
+        }
+        var after: String?
+        if let raw = request.after {
+            do throws(OfferDomainError) {
+                after = try CodeNormalizer.normalize(raw, field: "after")
+            } catch {
+                throw GatewayError(error, paramPrefix: "params")
+            }
+        }
+        guard try await repository.find(tenant: tenant.id, campaignId: campaignId) != nil else {
+            throw Self.unknownCampaign(campaignId)
+        }
+        let page = try await repository.codes(tenant: tenant.id, campaignId: campaignId, after: after, limit: limit)
+        return CodesPage(campaignId: campaignId, codes: page, next: page.count == limit ? page.last?.code : nil)
+    }
+
+    func stats(_ request: CampaignRequest, tenant: TenantRecord) async throws -> CampaignStats {
+        let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
+        do {
+            return try await repository.stats(tenant: tenant.id, campaignId: campaignId)
+        } catch StoreError.notFound {
+            throw Self.unknownCampaign(campaignId)
+        }
+    }
+
+    func list(tenant: TenantRecord) async throws -> [CampaignRecord] {
+        try await repository.list(tenant: tenant.id)
+    }
+
+    func deactivate(_ request: CampaignRequest, tenant: TenantRecord) async throws -> CampaignRecord {
+        let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
+        let record: CampaignRecord
+        do {
+            record = try await repository.deactivate(tenant: tenant.id, campaignId: campaignId, at: clock())
+        } catch StoreError.notFound {
+            throw Self.unknownCampaign(campaignId)
+        }
+        logger.info("campaign deactivated", ["tenant": tenant.slug, "campaign": campaignId])
+        return record
+    }
+
+    private static func unknownCampaign(_ id: String) -> GatewayError {
+        .notFound("no campaign '\(Validate.printable(id))'", reason: "unknown_campaign")
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import OfferCrypto
+import OfferStore
+
+/// The application services of one gateway, one per capability. They own the orchestration (validation of domain
+/// inputs, caches, the memo, domain calls, repositories, ledger writes); a JSON-RPC method (and an HTTP route)
+/// decodes its params, calls one service, and encodes the result. Services may use one another (the customer
+/// service is the one place a customer's history is derived); nothing else reaches a repository or a cache.
+struct Services: Sendable {
+    let tenants: TenantService
+    let keys: KeyService
+    let catalog: CatalogService
+    let customers: CustomerService
+    let offers: OfferService
+    let codes: CodeService
+    let campaigns: CampaignService
+    let system: SystemService
+    let caches: GatewayCaches
+    /// Group commit of code redemptions (one owner per campaign).
+    let redemptions: RedemptionCoordinator
+    let clock: @Sendable () -> Date
+
+    init(
+        database: OfferDatabase, sealer: KeySealer, options: GatewayOptions, stats: GatewayStats, logger: Logger
+    ) {
+        let caches = GatewayCaches(database: database, sealer: sealer, options: options)
+        let clock = options.clock
+        let customers = CustomerService(repository: database.subscriptions, caches: caches, clock: clock)
+        let redemptions = RedemptionCoordinator(repository: database.campaigns, clock: clock)
+        self.caches = caches
+        self.redemptions = redemptions
+        self.clock = clock
+        self.customers = customers
+        tenants = TenantService(
+            repository: database.tenants, directory: caches.tenants,
+            adminKeyDigest: options.adminKey.flatMap { $0.isEmpty ? nil : SHA256.hash($0) }, logger: logger)
+        keys = KeyService(repository: database.signingKeys, sealer: sealer, caches: caches, logger: logger)
+        catalog = CatalogService(repository: database.catalog, caches: caches, clock: clock, logger: logger)
+        offers = OfferService(
+            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures), clock: clock,
+            nonce: options.nonce)
+        codes = CodeService(
+            repository: database.campaigns, customers: customers, caches: caches, redemptions: redemptions,
+            clock: clock)
+        campaigns = CampaignService(repository: database.campaigns, caches: caches, clock: clock, logger: logger)
+        system = SystemService(database: database, caches: caches, stats: stats, version: options.version)
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import OfferCrypto
+import OfferStore
+
+/// Tenants: creating them, their API keys, and who a presented key speaks for.
+struct TenantService: Sendable {
+    let repository: TenantRepository
+    let directory: TenantDirectory
+    /// SHA-256 of the operators' key; nil when admin methods are off.
+    let adminKeyDigest: [UInt8]?
+    let logger: Logger
+
+    struct CreateRequest: Decodable, Sendable {
+        let slug: String
+        let bundleId: String
+        let name: String?
+    }
+
+    /// A new tenant and its API key, shown this once.
+    struct Created: Sendable {
+        let tenant: TenantRecord
+        let apiKey: String
+    }
+
+    func create(_ request: CreateRequest) async throws -> Created {
+        guard TenantRecord.isWellFormed(slug: request.slug) else {
+            throw GatewayError.invalidParams(
+                param: "params.slug", message: "slug must match [a-z0-9-]{2,40}", reason: "invalid_value")
+        }
+        let bundleId = try Validate.identifier(request.bundleId, param: "params.bundleId", maxBytes: 255)
+        if let name = request.name { _ = try Validate.identifier(name, param: "params.name") }
+        let (key, stored) = try ApiKeys.generate()
+        let tenant = try await repository.create(
+            slug: request.slug, bundleId: bundleId, name: request.name, apiKey: stored)
+        logger.info("tenant created", ["tenant": tenant.slug])
+        return Created(tenant: tenant, apiKey: key)
+    }
+
+    func list() async throws -> [TenantRecord] {
+        try await repository.list()
+    }
+
+    /// A fresh API key for `tenant`; the old one stops working at once.
+    func rotateApiKey(_ tenant: TenantRecord) async throws -> String {
+        let (key, stored) = try ApiKeys.generate()
+        try await repository.rotateApiKey(tenant: tenant.id, newKey: stored)
+        logger.info("tenant API key rotated", ["tenant": tenant.slug])
+        return key
+    }
+
+    /// The tenant with this slug (-32004 when there is none).
+    func find(slug: String) async throws -> TenantRecord {
+        try await directory.find(slug: slug)
+    }
+
+    /// Who `apiKey` speaks for: the admin, or one tenant (compared in constant time); -32001 otherwise.
+    func authenticate(apiKey: String) async throws -> Principal {
+        let digest = SHA256.hash(apiKey)
+        if let adminKeyDigest, ConstantTime.equals(digest, adminKeyDigest) { return .admin }
+        guard let lookup = ApiKeys.lookup(of: apiKey), let found = try await repository.findApiKey(lookup: lookup),
+            ConstantTime.equals(digest, found.hash)
+        else {
+            throw GatewayError.unauthenticated("invalid API key", reason: "invalid_api_key")
+        }
+        return .tenant(found.tenant)
+    }
+}

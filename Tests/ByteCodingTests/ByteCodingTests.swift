@@ -1,0 +1,75 @@
+import ByteCoding
+import Foundation
+import Testing
+
+@Suite("Hex")
+struct HexTests {
+    @Test("encodes lowercase, two digits a byte")
+    func encode() {
+        #expect(Hex.encode([UInt8]()) == "")
+        #expect(Hex.encode([0x00, 0x0f, 0xa0, 0xff]) == "000fa0ff")
+        #expect(Hex.encode(Array(0...255)).count == 512)
+    }
+
+    @Test("decodes either case; rejects odd lengths and non-hex")
+    func decode() {
+        #expect(Hex.decode("00ffAB") == [0, 255, 171])
+        #expect(Hex.decode("") == [])
+        #expect(Hex.decode("0") == nil)
+        #expect(Hex.decode("zz") == nil)
+        #expect(Hex.decode("0g") == nil)
+        #expect(Hex.decode(Array("\\xdeadBEEF".utf8).dropFirst(2)) == [0xde, 0xad, 0xbe, 0xef])
+    }
+
+    @Test("every byte round-trips")
+    func roundTrip() {
+        let all = [UInt8](0...255)
+        #expect(Hex.decode(Hex.encode(all)) == all)
+        #expect(Hex.decode(Hex.encode(all).uppercased()) == all)
+    }
+}
+
+@Suite("JSON string escaping")
+struct JSONStringTests {
+    static func escaped(_ text: String) -> String {
+        var out: [UInt8] = []
+        JSONString.append(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test(
+        "escapes quotes, backslashes and control characters; copies everything else",
+        arguments: [
+            ("", #""""#), ("plain", #""plain""#), ("a\"b", #""a\"b""#), ("a\\b", #""a\\b""#),
+            ("\n\r\t", #""\n\r\t""#), ("\u{08}\u{0C}", #""\b\f""#), ("\u{00}", #""\u0000""#),
+            ("\u{1F}", #""\u001f""#), ("\u{7F}", "\"\u{7F}\""), ("/", #""/""#), ("é€🎉", "\"é€🎉\""),
+            ("\u{2028}", "\"\u{2028}\""), ("x\u{01}y\"z", #""x\u0001y\"z""#),
+        ])
+    func table(_ text: String, _ json: String) {
+        #expect(Self.escaped(text) == json)
+    }
+
+    @Test("every escaped string parses back to itself (Foundation's parser as the referee)")
+    func roundTrip() throws {
+        var samples = (0..<0x80).map { String(UnicodeScalar(UInt8($0))) }
+        samples.append(String((0..<0x80).map { Character(UnicodeScalar(UInt8($0))) }))
+        samples.append("mixed \"quotes\" \\ and \u{00}\u{1F} and ünïcødé 🎉")
+        for sample in samples {
+            let json = Self.escaped(sample)
+            let parsed = try JSONSerialization.jsonObject(with: Data(json.utf8), options: .fragmentsAllowed)
+            #expect(parsed as? String == sample, "\(json)")
+        }
+    }
+}
+
+@Suite("Decimal integers")
+struct DecimalIntegerTests {
+    @Test(
+        "written exactly, as String(_:) writes them",
+        arguments: [0, 7, 9, 10, -1, -7, -10, 1_698_148_900_123, Int64.max, Int64.min, Int64.max - 1, Int64.min + 1])
+    func digits(_ value: Int64) {
+        var out: [UInt8] = Array("x".utf8)
+        DecimalInteger.append(value, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "x" + String(value))
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+@testable import OfferStore
+import OfferTestSupport
+import Postgres
+import Testing
+
+/// Every statement of the store's pool runs under the statement timeout given to `OfferDatabase.connect`.
+@Suite("OfferStore statement timeout")
+struct StatementTimeoutTests {
+    @Test func connectAppliesTheDefaultAndAGivenTimeout() async throws {
+        try await TestDatabase.withConninfo { url in
+            let standard = try OfferDatabase.connect(url: url, maxConnections: 1)
+            #expect(try await standard.pool.query("SHOW statement_timeout").scalar(String.self) == "30s")
+            await standard.close()
+            let off = try OfferDatabase.connect(url: url, maxConnections: 1, statementTimeout: .zero)
+            #expect(try await off.pool.query("SHOW statement_timeout").scalar(String.self) == "0")
+            await off.close()
+        }
+    }
+
+    @Test func aStatementOverTheTimeoutIsADatabaseErrorNotUnavailable() async throws {
+        try await TestDatabase.withConninfo { url in
+            let database = try OfferDatabase.connect(url: url, maxConnections: 1, statementTimeout: .milliseconds(100))
+            let error = await #expect(throws: StoreError.self) {
+                try await storeCall { try await database.pool.query("SELECT pg_sleep(10)") }
+            }
+            guard case .database(let failure) = error else {
+                Issue.record("expected .database, got \(String(describing: error))")
+                await database.close()
+                return
+            }
+            #expect(failure.sqlState == "57014")
+            #expect(failure.isStatementTimeout)
+            #expect(!failure.isCancelled)
+            #expect(!failure.isRetryable)
+            #expect(failure.description.contains("statement timeout"))
+            // Still answering afterwards.
+            #expect(await database.ping())
+            await database.close()
+        }
+    }
+}
