@@ -27,12 +27,14 @@ let package = Package(
         // MARK: C system libraries
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // <sys/epoll.h>, which Swift's Glibc module does not export (header only: glibc has the functions).
+        .systemLibrary(name: "CEpoll"),
 
         // MARK: Adapters
         .target(name: "OfferCrypto", dependencies: ["CCrypto", "ByteCoding"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime", "ByteCoding"]),
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
-        .target(name: "JSONRPC", dependencies: ["CivilTime", "ByteCoding"]),
+        .target(name: "JSONRPC", dependencies: ["CEpoll", "CivilTime", "ByteCoding"]),
         .target(name: "CLIKit"),
 
         // MARK: Application

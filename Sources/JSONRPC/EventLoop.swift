@@ -1,4 +1,5 @@
 // A single-threaded epoll event loop for non-blocking sockets and pipes.
+import CEpoll
 import Foundation
 import Synchronization
 
@@ -13,53 +14,45 @@ protocol ChannelHandler: AnyObject {
     func channelFrame(_ frame: [UInt8], channel: Channel) -> Bool
     /// A line exceeded the frame limit (its bytes are discarded).
     func channelFrameTooLarge(channel: Channel)
-    /// The channel was closed; `reason` is a short snake_case word. Called exactly once.
-    func channelClosed(channel: Channel, reason: String)
+    /// The channel was closed. Called exactly once.
+    func channelClosed(channel: Channel, reason: ChannelCloseReason)
 }
 
-/// One connection (a socket, or a read/write pipe pair) owned by the loop thread.
+/// One connection (a socket, or a read/write pipe pair) owned by the loop thread: its descriptors and buffers.
+/// Its lifecycle (reading, back-pressure, half-close, drain, idle, close) is `machine`.
 final class Channel {
     let id: UInt64
     let readFD: Int32
-    let writeFD: Int32
+    /// The socket again, or a pipe pair's write end; -1 once that end was closed by a write shutdown.
+    private(set) var writeFD: Int32
     let isSocket: Bool
     var framer: LineFramer
-    let maxInFlight: Int
-    let idleTimeout: Double?
+    var machine: ChannelStateMachine
     var handler: (any ChannelHandler)?
+    /// Queued output: `out[outOffset...]` is unwritten (`machine.pendingOutput` bytes).
     var out: [UInt8] = []
     var outOffset = 0
-    var inFlight = 0
-    var peerEOF = false
-    /// No more reading; close once in-flight work is answered and written.
-    var draining = false
-    var closed = false
-    var lastActivity: Double
+    /// The epoll interest last registered (socket: read and write bits of one registration).
     var readInterest: UInt32 = 0
     var writeInterest: UInt32 = 0
-    var registeredWriteFD = false
-    /// The write side was shut down by `finishWriting` (pipes: the write fd is already closed).
-    var writeShutdown = false
-    var shutdownWriteWhenFlushed = false
-
-    static let highWater = 4 << 20
 
     init(
-        id: UInt64, readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, maxInFlight: Int,
-        idleTimeout: Double?, now: Double
+        id: UInt64, readFD: Int32, writeFD: Int32, isSocket: Bool, frameLimit: Int, limits: ChannelStateMachine.Limits,
+        now: Double
     ) {
         self.id = id
         self.readFD = readFD
         self.writeFD = writeFD
         self.isSocket = isSocket
         self.framer = LineFramer(limit: frameLimit)
-        self.maxInFlight = max(1, maxInFlight)
-        self.idleTimeout = idleTimeout
-        self.lastActivity = now
+        self.machine = ChannelStateMachine(limits: limits, now: now)
     }
 
     var pendingOut: Int { out.count - outOffset }
-    var wantsRead: Bool { !closed && !peerEOF && !draining && inFlight < maxInFlight && pendingOut < Channel.highWater }
+    /// A pipe pair's write end, registered with epoll apart from the read end (while it is open).
+    var hasSeparateWriteFD: Bool { writeFD >= 0 && writeFD != readFD }
+
+    func writeEndClosed() { writeFD = -1 }
 }
 
 /// The loop. Invariant for `@unchecked Sendable`: it owns the epoll fd and the wake pipe; `channels`, `listeners`
@@ -90,7 +83,6 @@ final class EventLoop: @unchecked Sendable {
     let epfd: Int32
     let wakeRead: Int32
     let wakeWrite: Int32
-    let epoll: Epoll.Functions
     let inbox = Mutex(Inbox())
     let started = Atomic<Bool>(false)
     let threadName: String
@@ -112,10 +104,8 @@ final class EventLoop: @unchecked Sendable {
     }()
 
     init(name: String) throws(JSONRPCError) {
-        guard let functions = Epoll.functions else { throw JSONRPCError(.system, "epoll unavailable") }
-        epoll = functions
         threadName = name
-        let fd = functions.create(Epoll.cloexec)
+        let fd = Epoll.create()
         guard fd >= 0 else { throw SocketAddress.systemError("epoll_create1(2)") }
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
@@ -165,28 +155,22 @@ final class EventLoop: @unchecked Sendable {
 
     @discardableResult
     func ctl(_ op: Int32, _ fd: Int32, events: UInt32, data: UInt64) -> Int32 {
-        var event = (UInt64(0), UInt64(0))  // 16 bytes, enough for either layout
-        return withUnsafeMutableBytes(of: &event) { raw in
-            raw.storeBytes(of: events, toByteOffset: 0, as: UInt32.self)
-            raw.storeBytes(of: data, toByteOffset: Epoll.dataOffset, as: UInt64.self)
-            return epoll.ctl(epfd, op, fd, raw.baseAddress)
-        }
+        Epoll.ctl(epfd, op, fd, events: events, data: data)
     }
 
     // MARK: Loop thread
 
     func run() {
         let maxEvents = 256
-        let events = UnsafeMutableRawPointer.allocate(byteCount: Epoll.eventSize * maxEvents, alignment: 8)
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
         var lastTick = EventLoop.now()
         while running {
-            let n = epoll.wait(epfd, events, Int32(maxEvents), 250)
+            let n = epoll_wait(epfd, events, Int32(maxEvents), 250)
             if n < 0 && errno != EINTR { break }
             for i in 0..<max(Int(n), 0) {
-                let base = events + i * Epoll.eventSize
-                let flags = base.load(fromByteOffset: 0, as: UInt32.self)
-                let data = base.loadUnaligned(fromByteOffset: Epoll.dataOffset, as: UInt64.self)
+                let flags = events[i].events
+                let data = events[i].data.u64
                 if data == 0 {
                     drainWakePipe()
                     continue
@@ -215,7 +199,7 @@ final class EventLoop: @unchecked Sendable {
             $0.closed = true
             $0.work = []
         }
-        for channel in Array(channels.values) { closeChannel(channel, reason: "loop_stopped") }
+        for channel in Array(channels.values) { closeChannel(channel, reason: .loopStopped) }
         for listener in Array(listeners.values) { removeListener(listener.id) }
         close(epfd)
         close(wakeRead)
@@ -290,22 +274,32 @@ final class EventLoop: @unchecked Sendable {
     ) -> Channel {
         let channel = Channel(
             id: allocateID(), readFD: readFD, writeFD: writeFD, isSocket: isSocket, frameLimit: frameLimit,
-            maxInFlight: maxInFlight, idleTimeout: idleTimeout, now: EventLoop.now())
+            limits: ChannelStateMachine.Limits(maxInFlight: maxInFlight, idleTimeout: idleTimeout),
+            now: EventLoop.now())
         channel.handler = handler
         channels[channel.id] = channel
         channel.readInterest = Epoll.readable | (isSocket ? Epoll.readHangup : 0)
         ctl(Epoll.ctlAdd, readFD, events: channel.readInterest, data: channel.id << 1)
-        if readFD != writeFD {
-            ctl(Epoll.ctlAdd, writeFD, events: 0, data: channel.id << 1 | 1)
-            channel.registeredWriteFD = true
-        }
+        if channel.hasSeparateWriteFD { ctl(Epoll.ctlAdd, writeFD, events: 0, data: channel.id << 1 | 1) }
         return channel
     }
 
+    /// Performs what the channel's state machine asked for, then brings its epoll interest up to date.
+    func perform(_ action: ChannelStateMachine.Action, on channel: Channel) {
+        switch action {
+        case .none: break
+        case .deliverFrames: deliverFrames(channel)
+        case .shutdownWrite: shutdownWriteSide(channel)
+        case .close(let reason): closeDescriptors(channel, reason: reason)
+        }
+        updateInterest(channel)
+    }
+
     func updateInterest(_ channel: Channel) {
-        guard !channel.closed else { return }
-        let wantRead: UInt32 = channel.wantsRead ? (Epoll.readable | (channel.isSocket ? Epoll.readHangup : 0)) : 0
-        let wantWrite: UInt32 = channel.pendingOut > 0 && !channel.writeShutdown ? Epoll.writable : 0
+        guard !channel.machine.isClosed else { return }
+        let wantRead: UInt32 =
+            channel.machine.wantsRead ? (Epoll.readable | (channel.isSocket ? Epoll.readHangup : 0)) : 0
+        let wantWrite: UInt32 = channel.machine.wantsWrite ? Epoll.writable : 0
         if channel.readFD == channel.writeFD {
             let want = wantRead | wantWrite
             if want != channel.readInterest | channel.writeInterest {
@@ -318,7 +312,7 @@ final class EventLoop: @unchecked Sendable {
                 channel.readInterest = wantRead
                 ctl(Epoll.ctlMod, channel.readFD, events: wantRead, data: channel.id << 1)
             }
-            if channel.registeredWriteFD && wantWrite != channel.writeInterest {
+            if channel.hasSeparateWriteFD && wantWrite != channel.writeInterest {
                 channel.writeInterest = wantWrite
                 ctl(Epoll.ctlMod, channel.writeFD, events: wantWrite, data: channel.id << 1 | 1)
             }
@@ -327,94 +321,77 @@ final class EventLoop: @unchecked Sendable {
 
     func handle(_ channel: Channel, flags: UInt32, isWriteFD: Bool) {
         if flags & Epoll.writable != 0 { flush(channel) }
-        if channel.closed { return }
+        if channel.machine.isClosed { return }
+        let hungUp = flags & (Epoll.hangup | Epoll.error) != 0
         if !isWriteFD && flags & (Epoll.readable | Epoll.hangup | Epoll.error | Epoll.readHangup) != 0 {
-            if channel.wantsRead || flags & Epoll.readable != 0 {
+            if channel.machine.wantsRead || flags & Epoll.readable != 0 {
                 readOnce(channel)
-            } else if flags & (Epoll.hangup | Epoll.error) != 0 {
-                closeChannel(channel, reason: "peer_closed")
-                return
+            } else if hungUp {
+                perform(channel.machine.hangUp(), on: channel)
             }
-        } else if isWriteFD && flags & (Epoll.hangup | Epoll.error) != 0 {
-            closeChannel(channel, reason: "peer_closed")
-            return
+        } else if isWriteFD && hungUp {
+            perform(channel.machine.hangUp(), on: channel)
         }
-        if !channel.closed { updateInterest(channel) }
+        updateInterest(channel)
     }
 
     func readOnce(_ channel: Channel) {
         let n = scratch.withUnsafeMutableBytes { raw in read(channel.readFD, raw.baseAddress, raw.count) }
         if n > 0 {
-            channel.lastActivity = EventLoop.now()
             scratch.withUnsafeBytes { raw in channel.framer.append(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
-            drainFrames(channel)
+            perform(channel.machine.bytesRead(now: EventLoop.now()), on: channel)
         } else if n == 0 {
-            channel.peerEOF = true
-            drainFrames(channel)
-            closeIfDone(channel, reason: "peer_closed")
+            perform(channel.machine.inputEnded(), on: channel)
         } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
-            closeChannel(channel, reason: "read_error")
+            perform(channel.machine.readFailed(), on: channel)
         }
     }
 
-    /// Hands buffered frames to the handler while under the in-flight cap.
-    func drainFrames(_ channel: Channel) {
-        while !channel.closed && !channel.draining && channel.inFlight < channel.maxInFlight {
-            guard let event = channel.framer.next() else { break }
+    /// Hands buffered frames to the handler while the state machine allows it.
+    func deliverFrames(_ channel: Channel) {
+        while channel.machine.canDeliverFrame, let event = channel.framer.next() {
             switch event {
             case .frame(let bytes):
-                if channel.handler?.channelFrame(bytes, channel: channel) == true { channel.inFlight += 1 }
+                if channel.handler?.channelFrame(bytes, channel: channel) == true { channel.machine.frameStarted() }
             case .tooLarge:
                 channel.handler?.channelFrameTooLarge(channel: channel)
             }
         }
+        perform(channel.machine.deliveryStopped(), on: channel)
     }
 
-    func closeIfDone(_ channel: Channel, reason: String) {
-        guard !channel.closed, channel.peerEOF || channel.draining else { return }
-        if channel.inFlight == 0 && channel.pendingOut == 0 { closeChannel(channel, reason: reason) }
-    }
-
-    /// Queues bytes for writing and tries to write them now.
+    /// Queues bytes for writing and tries to write them now (dropped once the channel or its output is closed).
     func write(_ channel: Channel, _ bytes: [UInt8]) {
-        guard !channel.closed else { return }
-        var written = 0
-        if channel.pendingOut == 0 && !channel.writeShutdown {
-            // Fast path: nothing queued, write straight from the caller's bytes.
-            let n = bytes.withUnsafeBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                if channel.isSocket { return send(channel.writeFD, base, raw.count, Int32(MSG_NOSIGNAL)) }
-                return Glibc.write(channel.writeFD, base, raw.count)
-            }
-            if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
-                closeChannel(channel, reason: "write_error")
-                return
-            }
-            written = max(n, 0)
-            if written > 0 { channel.lastActivity = EventLoop.now() }
-            channel.out.removeAll(keepingCapacity: true)
-            channel.outOffset = 0
+        guard channel.machine.acceptsOutput else { return }
+        let queueWasEmpty = channel.pendingOut == 0
+        channel.machine.outputQueued(bytes.count)
+        guard queueWasEmpty else {
+            channel.out.append(contentsOf: bytes)
+            flush(channel)
+            return
         }
+        // Fast path: nothing queued, write straight from the caller's bytes.
+        let n = bytes.withUnsafeBytes { raw -> Int in
+            guard let base = raw.baseAddress else { return 0 }
+            if channel.isSocket { return send(channel.writeFD, base, raw.count, Int32(MSG_NOSIGNAL)) }
+            return Glibc.write(channel.writeFD, base, raw.count)
+        }
+        if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            perform(channel.machine.writeFailed(), on: channel)
+            return
+        }
+        let written = max(n, 0)
+        channel.out.removeAll(keepingCapacity: true)
+        channel.outOffset = 0
         if written < bytes.count { channel.out.append(contentsOf: bytes[written...]) }
-        flush(channel)
-        if !channel.closed { updateInterest(channel) }
+        perform(channel.machine.outputWritten(written, now: written > 0 ? EventLoop.now() : 0), on: channel)
     }
 
-    /// Half-closes the write side once queued bytes are written (socket: shutdown(SHUT_WR); pipe: close).
-    func shutdownWrite(_ channel: Channel) {
-        guard !channel.closed, !channel.writeShutdown else { return }
-        channel.writeShutdown = true
-        if channel.isSocket {
-            shutdown(channel.writeFD, Int32(SHUT_WR))
-        } else {
-            if channel.registeredWriteFD { ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0) }
-            channel.registeredWriteFD = false
-            close(channel.writeFD)
-        }
-    }
-
+    /// Writes queued bytes until done or the descriptor would block.
     func flush(_ channel: Channel) {
-        while channel.pendingOut > 0 && !channel.closed && !channel.writeShutdown {
+        guard channel.machine.acceptsOutput else { return }
+        var written = 0
+        while channel.pendingOut > 0 {
             let n = channel.out.withUnsafeBytes { raw -> Int in
                 let base = raw.baseAddress! + channel.outOffset
                 if channel.isSocket { return send(channel.writeFD, base, channel.pendingOut, Int32(MSG_NOSIGNAL)) }
@@ -422,36 +399,55 @@ final class EventLoop: @unchecked Sendable {
             }
             if n > 0 {
                 channel.outOffset += n
-                channel.lastActivity = EventLoop.now()
+                written += n
             } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 break
             } else if n < 0 && errno == EINTR {
                 continue
             } else {
-                closeChannel(channel, reason: "write_error")
+                perform(channel.machine.writeFailed(), on: channel)
                 return
             }
         }
         if channel.pendingOut == 0 {
             channel.out.removeAll(keepingCapacity: channel.out.capacity <= 16_384)
             channel.outOffset = 0
-            if channel.shutdownWriteWhenFlushed { shutdownWrite(channel) }
-            closeIfDone(channel, reason: channel.draining ? "drained" : "peer_closed")
         }
+        perform(channel.machine.outputWritten(written, now: written > 0 ? EventLoop.now() : 0), on: channel)
+    }
+
+    /// Half-closes the write side (socket: shutdown(SHUT_WR); pipe: close its write end).
+    func shutdownWriteSide(_ channel: Channel) {
+        if channel.isSocket {
+            shutdown(channel.writeFD, Int32(SHUT_WR))
+        } else if channel.hasSeparateWriteFD {
+            ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0)
+            close(channel.writeFD)
+            channel.writeEndClosed()
+            channel.writeInterest = 0
+        }
+    }
+
+    /// Closes the channel's descriptors, forgets it and tells its handler (the `.close` action).
+    func closeDescriptors(_ channel: Channel, reason: ChannelCloseReason) {
+        ctl(Epoll.ctlDel, channel.readFD, events: 0, data: 0)
+        if channel.hasSeparateWriteFD {
+            ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0)
+            close(channel.writeFD)
+            channel.writeEndClosed()
+        }
+        close(channel.readFD)
+        channels.removeValue(forKey: channel.id)
+        let handler = channel.handler
+        channel.handler = nil
+        handler?.channelClosed(channel: channel, reason: reason)
     }
 
     /// Called (on the loop thread) when an in-flight frame finished; `response` is written first.
     func complete(_ id: UInt64, response: [UInt8]?) {
         guard let channel = channels[id] else { return }
         if let response { write(channel, response) }
-        if channel.closed { return }
-        channel.inFlight -= 1
-        drainFrames(channel)
-        closeIfDone(channel, reason: channel.draining ? "drained" : "peer_closed")
-        if !channel.closed {
-            flush(channel)
-            updateInterest(channel)
-        }
+        perform(channel.machine.frameCompleted(), on: channel)
     }
 
     /// Writes bytes to a channel by id (no-op if it is gone).
@@ -462,32 +458,21 @@ final class EventLoop: @unchecked Sendable {
 
     /// Stops reading and closes the channel once in-flight work is done and written.
     func drain(_ channel: Channel) {
-        guard !channel.closed else { return }
-        channel.draining = true
-        closeIfDone(channel, reason: "drained")
-        if !channel.closed { updateInterest(channel) }
+        perform(channel.machine.drainRequested(), on: channel)
     }
 
-    func closeChannel(_ channel: Channel, reason: String) {
-        guard !channel.closed else { return }
-        channel.closed = true
-        ctl(Epoll.ctlDel, channel.readFD, events: 0, data: 0)
-        if channel.registeredWriteFD { ctl(Epoll.ctlDel, channel.writeFD, events: 0, data: 0) }
-        close(channel.readFD)
-        if channel.writeFD != channel.readFD && !channel.writeShutdown { close(channel.writeFD) }
-        channels.removeValue(forKey: channel.id)
-        let handler = channel.handler
-        channel.handler = nil
-        handler?.channelClosed(channel: channel, reason: reason)
+    /// Half-closes the write side once what is queued is written (`RPCClient.finishWriting`).
+    func finishWriting(_ channel: Channel) {
+        perform(channel.machine.finishWritingRequested(), on: channel)
+    }
+
+    /// Closes the channel now.
+    func closeChannel(_ channel: Channel, reason: ChannelCloseReason) {
+        perform(channel.machine.closeRequested(reason), on: channel)
     }
 
     func idleScan(now: Double) {
-        for channel in Array(channels.values) {
-            guard let timeout = channel.idleTimeout, channel.inFlight == 0, channel.pendingOut == 0,
-                now - channel.lastActivity >= timeout
-            else { continue }
-            closeChannel(channel, reason: "idle_timeout")
-        }
+        for channel in Array(channels.values) { perform(channel.machine.idleCheck(now: now), on: channel) }
     }
 
     /// Stops the loop (closing everything); `whenStopped` runs on the loop thread at the very end.

@@ -101,7 +101,7 @@ public final class RPCClient: Sendable {
         let id = self.channelID
         loop.execute {
             guard let channel = loop.channels[id] else { return }
-            loop.closeChannel(channel, reason: "client_released")
+            loop.closeChannel(channel, reason: .clientReleased)
         }
     }
 
@@ -142,14 +142,22 @@ public final class RPCClient: Sendable {
     /// any, is then ignored).
     public func call(method: String, params: JSONValue? = nil, timeout: Duration) async throws -> JSONValue {
         let idBox = Mutex<Int64?>(nil)
-        let timer = Task { [self] in
-            try await Task.sleep(for: timeout)
+        let timer = Self.timer(after: timeout) { [self] in
             guard let id = idBox.withLock({ $0 }) else { return }
             let continuation = self.state.withLock { $0.pending.removeValue(forKey: id) }
             continuation?.resume(throwing: JSONRPCError(.timeout, "no response within \(timeout)"))
         }
         defer { timer.cancel() }
         return try await call(method: method, params: params, idSink: { id in idBox.withLock { $0 = id } })
+    }
+
+    /// A timer: `fire` runs after `delay` unless the returned task is cancelled first (which is how a caller says
+    /// the answer came in time). It never throws, so no error of it can go unseen.
+    static func timer(after delay: Duration, _ fire: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        Task {
+            do { try await Task.sleep(for: delay) } catch { return }
+            fire()
+        }
     }
 
     /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
@@ -213,8 +221,7 @@ public final class RPCClient: Sendable {
             s.nextToken += 1
             return t
         }
-        let timer = Task { [self] in
-            try await Task.sleep(for: timeout)
+        let timer = Self.timer(after: timeout) { [self] in
             let waiter = self.state.withLock { s -> CheckedContinuation<[UInt8]?, any Error>? in
                 guard let index = s.rawWaiters.firstIndex(where: { $0.token == token }) else { return nil }
                 return s.rawWaiters.remove(at: index).continuation
@@ -244,11 +251,7 @@ public final class RPCClient: Sendable {
     public func finishWriting() {
         loop.execute { [loop, channelID] in
             guard let channel = loop.channels[channelID] else { return }
-            if channel.pendingOut == 0 {
-                loop.shutdownWrite(channel)
-            } else {
-                channel.shutdownWriteWhenFlushed = true
-            }
+            loop.finishWriting(channel)
         }
     }
 
@@ -256,7 +259,7 @@ public final class RPCClient: Sendable {
     public func close() {
         loop.execute { [loop, channelID] in
             guard let channel = loop.channels[channelID] else { return }
-            loop.closeChannel(channel, reason: "closed_by_client")
+            loop.closeChannel(channel, reason: .closedByClient)
         }
     }
 
@@ -367,7 +370,7 @@ final class ClientConnection: ChannelHandler {
 
     func channelFrameTooLarge(channel: Channel) {}
 
-    func channelClosed(channel: Channel, reason: String) {
+    func channelClosed(channel: Channel, reason: ChannelCloseReason) {
         box.markClosed()?.closed()
     }
 }

@@ -1,5 +1,4 @@
 // What the gateway implements: a handler of requests with a per-connection session.
-import Synchronization
 
 /// Handles JSON-RPC requests. One `Session` is made per connection (e.g. to hold authentication state).
 ///
@@ -12,7 +11,10 @@ public protocol RPCHandler: Sendable {
     /// Called once when a connection opens (on the transport thread: keep it cheap, no blocking).
     func makeSession(_ info: ConnectionInfo) -> Session
 
-    /// Handles one request (or notification).
+    /// Handles one request (or notification), on its own `Task`. When the client disconnects while it runs (the
+    /// connection closes, resets, or the server's grace period ends), that task is cancelled: awaited work should
+    /// stop (a query gets cancelled) and the handler return soon; its answer is dropped. A half-close (EOF on stdin,
+    /// `shutdown(SHUT_WR)` on a socket) is not a disconnect: requests already sent still run and are answered.
     func handle(_ request: RPCRequest, session: Session, context: RPCContext) async -> Result<JSONValue, RPCError>
 
     /// Called once after the connection closed and all its in-flight requests finished.
@@ -105,113 +107,9 @@ public struct RPCServerConfiguration: Sendable {
     public var unixSocketPermissions: UInt32 = 0o660
     /// Connection-level log events.
     public var logger: RPCLogHandler? = nil
+    /// How long in-flight requests may take when `RPCServer.run()` is cancelled (default 10 s); an explicit
+    /// `shutdown(gracePeriod:)` passes its own.
+    public var shutdownGracePeriod: Duration = .seconds(10)
 
     public init() {}
-}
-
-/// Runs one connection's requests: parse, dispatch to the handler, serialize. Transport-independent.
-final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
-    let handler: Handler
-    let session: Handler.Session
-    let info: ConnectionInfo
-    let maxDepth: Int
-    let sendFrame: @Sendable ([UInt8]) -> Void
-    let complete: @Sendable ([UInt8]?) -> Void
-    /// (in flight, closed, ended): `sessionEnded` fires once when closed and nothing is in flight.
-    let state = Mutex<(inFlight: Int, closed: Bool, ended: Bool)>((0, false, false))
-
-    init(
-        handler: Handler, info: ConnectionInfo, maxDepth: Int, sendFrame: @escaping @Sendable ([UInt8]) -> Void,
-        complete: @escaping @Sendable ([UInt8]?) -> Void
-    ) {
-        self.handler = handler
-        self.session = handler.makeSession(info)
-        self.info = info
-        self.maxDepth = maxDepth
-        self.sendFrame = sendFrame
-        self.complete = complete
-    }
-
-    /// Starts handling one frame; `complete` is called exactly once with the response frame (or nil).
-    func dispatch(_ frame: [UInt8]) {
-        state.withLock { $0.inFlight += 1 }
-        Task {
-            let response = await self.process(frame)
-            self.complete(response)
-            self.finishedOne()
-        }
-    }
-
-    func finishedOne() {
-        let end = state.withLock { s -> Bool in
-            s.inFlight -= 1
-            if s.closed && s.inFlight == 0 && !s.ended {
-                s.ended = true
-                return true
-            }
-            return false
-        }
-        if end { handler.sessionEnded(session) }
-    }
-
-    /// The transport closed; ends the session now or after the last in-flight request.
-    func closed() {
-        let end = state.withLock { s -> Bool in
-            s.closed = true
-            if s.inFlight == 0 && !s.ended {
-                s.ended = true
-                return true
-            }
-            return false
-        }
-        if end { handler.sessionEnded(session) }
-    }
-
-    func process(_ frame: [UInt8]) async -> [UInt8]? {
-        switch RPCInbound.classify(frame, maxDepth: maxDepth) {
-        case .reject(let response):
-            return Self.frame(response)
-        case .single(let entry):
-            guard let response = await run(entry) else { return nil }
-            return Self.frame(response)
-        case .batch(let entries):
-            let responses = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
-                for (index, entry) in entries.enumerated() {
-                    group.addTask { (index, await self.run(entry)) }
-                }
-                var collected = [RPCResponse?](repeating: nil, count: entries.count)
-                for await (index, response) in group { collected[index] = response }
-                return collected.compactMap { $0 }
-            }
-            if responses.isEmpty { return nil }
-            var bytes: [UInt8] = [UInt8(ascii: "[")]
-            for (index, response) in responses.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                response.append(to: &bytes)
-            }
-            bytes.append(UInt8(ascii: "]"))
-            bytes.append(0x0A)
-            return bytes
-        }
-    }
-
-    func run(_ entry: RPCInbound.Entry) async -> RPCResponse? {
-        switch entry {
-        case .invalid(let invalid):
-            return RPCResponse(id: invalid.id ?? .null, result: .failure(invalid.error))
-        case .request(let request):
-            let context = RPCContext(connection: info, requestID: request.id, sendFrame: sendFrame)
-            let result = await handler.handle(request, session: session, context: context)
-            guard let id = request.id else { return nil }
-            return RPCResponse(id: id, result: result)
-        }
-    }
-
-    static func frame(_ response: RPCResponse) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(96)
-        response.append(to: &bytes)
-        bytes.append(0x0A)
-        return bytes
-    }
 }

@@ -18,16 +18,18 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
     let handler: Handler
     let configuration: RPCServerConfiguration
     let loop: EventLoop
-    let loopState: ServerLoopState<Handler>
-    let connections = Atomic<Int>(0)
-    let stdioInFlight = Atomic<Int>(0)
+    /// Open socket connections (shutdown waits, bounded, for it to reach zero).
+    let connections = LiveCount()
     let lifecycle = Mutex<Lifecycle>(Lifecycle())
 
     struct Lifecycle {
         var shuttingDown = false
         var finished = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-        var stdioStops: [@Sendable () -> Void] = []
+        /// `run()` and `shutdown` callers waiting for the end of a shutdown.
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+        /// Stdio connections being served (shutdown stops them reading, waits for their answers, then ends them).
+        var stdio: [UInt64: StdioConnection<Handler>] = [:]
         var boundAddresses: [ListenAddress] = []
     }
 
@@ -38,87 +40,119 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
         self.handler = handler
         self.configuration = configuration
         self.loop = try EventLoop(name: "jsonrpc-server-loop")
-        self.loopState = ServerLoopState()
     }
 
     /// Number of open socket connections.
-    public var connectionCount: Int { connections.load(ordering: .relaxed) }
+    public var connectionCount: Int { connections.value }
 
     /// The addresses bound so far (TCP port 0 resolved to the real port).
     public var boundAddresses: [ListenAddress] { lifecycle.withLock { $0.boundAddresses } }
+
+    var isShuttingDown: Bool { lifecycle.withLock { $0.shuttingDown } }
 
     /// Starts listening on `address` and returns the bound address (with the ephemeral port for `tcp:…:0`).
     /// A stale Unix socket file is replaced; the socket file gets `unixSocketPermissions` and is unlinked at shutdown.
     @discardableResult
     public func listen(_ address: ListenAddress) throws(JSONRPCError) -> ListenAddress {
-        guard !lifecycle.withLock({ $0.shuttingDown }) else {
-            throw JSONRPCError(.notRunning, "server is shutting down")
-        }
+        guard !isShuttingDown else { throw JSONRPCError(.notRunning, "server is shutting down") }
         let (fd, bound) = try SocketAddress.listen(address, permissions: mode_t(configuration.unixSocketPermissions))
         lifecycle.withLock { $0.boundAddresses.append(bound) }
         loop.start()
         loop.execute { [self] in
+            // A shutdown that began meanwhile has already removed the listeners: this one must not outlive it.
             let id = self.loop.addListener(fd: fd, address: bound) { [self] clientFD in
                 self.accepted(clientFD, via: bound)
             }
+            if self.isShuttingDown {
+                self.loop.removeListener(id)
+                return
+            }
             let logger = self.configuration.logger
             self.loop.listeners[id]?.onError = { reason in logger?(.refused(bound, reason: reason)) }
-            self.loopState.listenerIDs.append(id)
         }
         configuration.logger?(.listening(bound))
         return bound
     }
 
-    /// Waits until `shutdown` has finished.
+    /// Runs until the server has shut down: returns once `shutdown` finished. Cancelling the task that runs it
+    /// shuts the server down with `configuration.shutdownGracePeriod` (as a service group stops its services), and it
+    /// returns when that shutdown finished.
     public func run() async {
+        let token = newWaiterToken()
+        await withTaskCancellationHandler {
+            await waitUntilFinished(token: token, returnIfCancelled: true)
+        } onCancel: {
+            lifecycle.withLock { $0.waiters.removeValue(forKey: token) }?.resume()
+        }
+        if Task.isCancelled { await shutdown(gracePeriod: configuration.shutdownGracePeriod) }
+    }
+
+    func newWaiterToken() -> UInt64 {
+        lifecycle.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+    }
+
+    /// Waits until `shutdown` has finished, or (`returnIfCancelled`) until the task is cancelled.
+    func waitUntilFinished(token: UInt64, returnIfCancelled: Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = lifecycle.withLock { state -> Bool in
                 if state.finished { return true }
-                state.waiters.append(continuation)
+                state.waiters[token] = continuation
                 return false
             }
-            if done { continuation.resume() }
+            if done {
+                continuation.resume()
+            } else if returnIfCancelled && Task.isCancelled {
+                // Cancelled before the waiter was stored, so `run()`'s cancellation handler found nothing to resume.
+                lifecycle.withLock { $0.waiters.removeValue(forKey: token) }?.resume()
+            }
         }
     }
 
     /// Stops accepting, stops reading, lets in-flight requests finish and their responses be written for up to
-    /// `gracePeriod`, then closes every connection and removes Unix socket files. Returns when done; idempotent.
+    /// `gracePeriod`, then closes every connection (cancelling the requests still running) and removes Unix socket
+    /// files. Returns when done; idempotent.
     public func shutdown(gracePeriod: Duration) async {
-        let first = lifecycle.withLock { state -> Bool in
-            if state.shuttingDown { return false }
+        let deadline = ContinuousClock.now.advanced(by: gracePeriod)
+        let stdio = lifecycle.withLock { state -> [StdioConnection<Handler>]? in
+            if state.shuttingDown { return nil }
             state.shuttingDown = true
-            return true
+            return Array(state.stdio.values)
         }
-        guard first else {
-            await run()
+        guard let stdio else {
+            await waitUntilFinished(token: newWaiterToken(), returnIfCancelled: false)
             return
         }
         configuration.logger?(.shutdownStarted)
         loop.start()
         loop.execute { [self] in
-            for id in self.loopState.listenerIDs { self.loop.removeListener(id) }
-            self.loopState.listenerIDs.removeAll()
-            self.loopState.shuttingDown = true
+            for id in Array(self.loop.listeners.keys) { self.loop.removeListener(id) }
             for channel in Array(self.loop.channels.values) { self.loop.drain(channel) }
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: gracePeriod)
-        while clock.now < deadline && (connectionCount > 0 || stdioInFlight.load(ordering: .relaxed) > 0) {
-            try? await Task.sleep(for: .milliseconds(5))
+        let stdioAnswering = LiveCount()
+        for connection in stdio {
+            connection.stopReading()
+            stdioAnswering.increment()
+            connection.dispatcher.whenIdle { stdioAnswering.decrement() }
         }
+        // Both counts only go down now (listeners are gone, stdio reads no more); each decrement to zero wakes us.
+        // Awaited in a task of its own so the caller's cancellation (a cancelled `run()`) does not cut the grace short.
+        await Task { [connections] in
+            _ = await connections.waitForZero(until: deadline)
+            _ = await stdioAnswering.waitForZero(until: deadline)
+        }.value
         let forced = connectionCount
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.stop { continuation.resume() }
         }
-        let (waiters, stdioStops) = lifecycle.withLock { state in
+        let (waiters, remaining) = lifecycle.withLock { state in
             state.finished = true
-            defer {
-                state.waiters = []
-                state.stdioStops = []
-            }
-            return (state.waiters, state.stdioStops)
+            defer { state.waiters = [:] }
+            return (Array(state.waiters.values), Array(state.stdio.values))
         }
-        for stop in stdioStops { stop() }
+        for connection in remaining { connection.end(reason: "shutdown") }
         configuration.logger?(.shutdownFinished(forcedConnections: forced))
         for waiter in waiters { waiter.resume() }
     }
@@ -126,9 +160,11 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
     // MARK: Loop thread
 
     func accepted(_ fd: Int32, via address: ListenAddress) {
-        if loopState.shuttingDown || connections.load(ordering: .relaxed) >= configuration.maxConnections {
-            configuration.logger?(
-                .refused(address, reason: loopState.shuttingDown ? "shutting_down" : "connection_limit"))
+        let refusal: String? =
+            isShuttingDown
+            ? "shutting_down" : connections.value >= configuration.maxConnections ? "connection_limit" : nil
+        if let refusal {
+            configuration.logger?(.refused(address, reason: refusal))
             close(fd)
             return
         }
@@ -156,15 +192,9 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
             handler: handler, info: info, maxDepth: configuration.maxNestingDepth,
             sendFrame: { bytes in loop.execute { loop.write(channelID, bytes) } },
             complete: { bytes in loop.execute { loop.complete(channelID, response: bytes) } })
-        connections.add(1, ordering: .relaxed)
+        connections.increment()
         configuration.logger?(.accepted(info))
     }
-}
-
-/// Server state touched only on the server's loop thread (hence `@unchecked Sendable`: no other thread reads it).
-final class ServerLoopState<Handler: RPCHandler>: @unchecked Sendable {
-    var listenerIDs: [UInt64] = []
-    var shuttingDown = false
 }
 
 enum ConnectionIDs {
@@ -192,10 +222,11 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
         if let info { server.configuration.logger?(.frameTooLarge(info)) }
     }
 
-    func channelClosed(channel: Channel, reason: String) {
-        server.connections.subtract(1, ordering: .relaxed)
+    func channelClosed(channel: Channel, reason: ChannelCloseReason) {
+        // Requests still running lose their client: `closed()` cancels them.
         dispatcher?.closed()
-        if let info { server.configuration.logger?(.closed(info, reason: reason)) }
+        if let info { server.configuration.logger?(.closed(info, reason: reason.rawValue)) }
+        server.connections.decrement()
     }
 }
 

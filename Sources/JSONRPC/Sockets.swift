@@ -1,4 +1,6 @@
 // Thin, blocking-free wrappers over the socket system calls used by the event loop and the client.
+import CEpoll
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -193,44 +195,28 @@ enum SocketAddress {
     }
 }
 
-/// epoll, reached through dlsym because Swift's Glibc module does not export <sys/epoll.h>.
-/// The C ABI is called through `@convention(c)` function pointers; `struct epoll_event` is packed on x86_64
-/// (12 bytes: u32 events, u64 data at offset 4) and naturally aligned elsewhere (16 bytes).
+/// epoll from the `CEpoll` header module: the calls and `struct epoll_event` (packed on x86_64) as C declares them.
 enum Epoll {
-    typealias CreateFn = @convention(c) (Int32) -> Int32
-    typealias CtlFn = @convention(c) (Int32, Int32, Int32, UnsafeMutableRawPointer?) -> Int32
-    typealias WaitFn = @convention(c) (Int32, UnsafeMutableRawPointer?, Int32, Int32) -> Int32
+    static let readable = EPOLLIN.rawValue
+    static let writable = EPOLLOUT.rawValue
+    static let error = EPOLLERR.rawValue
+    static let hangup = EPOLLHUP.rawValue
+    static let readHangup = EPOLLRDHUP.rawValue
+    static let ctlAdd = EPOLL_CTL_ADD
+    static let ctlDel = EPOLL_CTL_DEL
+    static let ctlMod = EPOLL_CTL_MOD
+    /// Bytes per `struct epoll_event` as C lays it out (12 on x86_64, where the struct is packed; 16 elsewhere).
+    static let eventStride = MemoryLayout<epoll_event>.stride
 
-    struct Functions: @unchecked Sendable {  // plain C function pointers: immutable, callable from any thread
-        let create: CreateFn
-        let ctl: CtlFn
-        let wait: WaitFn
+    /// A new close-on-exec epoll descriptor, or -1 (errno set).
+    static func create() -> Int32 { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+
+    /// Adds, modifies or deletes `fd`'s registration with `events` and the 64-bit `data` tag.
+    @discardableResult
+    static func ctl(_ epfd: Int32, _ op: Int32, _ fd: Int32, events: UInt32, data: UInt64) -> Int32 {
+        var event = epoll_event()
+        event.events = events
+        event.data.u64 = data
+        return epoll_ctl(epfd, op, fd, &event)
     }
-
-    static let functions: Functions? = {
-        guard let handle = dlopen(nil, RTLD_NOW), let c = dlsym(handle, "epoll_create1"),
-            let ctl = dlsym(handle, "epoll_ctl"), let w = dlsym(handle, "epoll_wait")
-        else { return nil }
-        return Functions(
-            create: unsafeBitCast(c, to: CreateFn.self), ctl: unsafeBitCast(ctl, to: CtlFn.self),
-            wait: unsafeBitCast(w, to: WaitFn.self))
-    }()
-
-    #if arch(x86_64)
-        static let eventSize = 12
-        static let dataOffset = 4
-    #else
-        static let eventSize = 16
-        static let dataOffset = 8
-    #endif
-
-    static let readable: UInt32 = 0x001
-    static let writable: UInt32 = 0x004
-    static let error: UInt32 = 0x008
-    static let hangup: UInt32 = 0x010
-    static let readHangup: UInt32 = 0x2000
-    static let ctlAdd: Int32 = 1
-    static let ctlDel: Int32 = 2
-    static let ctlMod: Int32 = 3
-    static let cloexec: Int32 = 0x80000
 }

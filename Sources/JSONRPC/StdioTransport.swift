@@ -7,41 +7,6 @@ import Synchronization
 #endif
 
 /// A queue of outgoing frames drained by a dedicated thread with blocking `write(2)`.
-/// Bounds the requests in flight on the stdio connection (back-pressure: the reader stops reading). The reader stops
-/// at `limit` and resumes once half of those completed, so a full pipeline costs one wake-up per batch of completions
-/// instead of a semaphore round trip per request (which was a tenth of B8's CPU).
-final class InFlightGate: Sendable {
-    private let limit: Int
-    private let resumeAt: Int
-    private let count = Atomic<Int>(0)
-    private let waiting = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
-
-    init(limit: Int) {
-        self.limit = max(1, limit)
-        self.resumeAt = self.limit / 2
-    }
-
-    /// Blocks the (one) reader thread while `limit` requests are in flight, then counts one more.
-    func enter() {
-        while count.load(ordering: .sequentiallyConsistent) >= limit {
-            // Announce the wait, then look again: a completion that lands in between either is seen here or sees
-            // the announcement and wakes us. A stale wake-up only makes this loop look once more.
-            waiting.store(true, ordering: .sequentiallyConsistent)
-            if count.load(ordering: .sequentiallyConsistent) >= limit { wake.wait() }
-        }
-        count.add(1, ordering: .sequentiallyConsistent)
-    }
-
-    /// One request completed.
-    func leave() {
-        let now = count.subtract(1, ordering: .sequentiallyConsistent).newValue
-        if now <= resumeAt, waiting.exchange(false, ordering: .sequentiallyConsistent) { wake.signal() }
-    }
-
-    var inFlight: Int { count.load(ordering: .relaxed) }
-}
-
 final class BlockingWriter: Sendable {
     struct State {
         var queue: [UInt8] = []
@@ -128,80 +93,127 @@ final class BlockingWriter: Sendable {
     }
 }
 
+/// One stdio connection: its dispatcher (the one owner of its requests in flight), its writer, and how it ends.
+///
+/// At EOF the reader stops and the connection ends once every request already read was answered and written. A
+/// server shutdown first stops the reading (`stopReading`), then waits, bounded, for the answers, then `end`s it:
+/// requests still running are then cancelled.
+final class StdioConnection<Handler: RPCHandler>: Sendable {
+    let info: ConnectionInfo
+    let dispatcher: ConnectionDispatcher<Handler>
+    let writer: BlockingWriter
+    let logger: RPCLogHandler?
+    let stopped = Atomic<Bool>(false)
+    /// `end` was called; it finished; `serveStdio` waits for that.
+    let ending = Mutex<(started: Bool, finished: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, false, nil))
+
+    init(
+        info: ConnectionInfo, dispatcher: ConnectionDispatcher<Handler>, writer: BlockingWriter,
+        logger: RPCLogHandler?
+    ) {
+        self.info = info
+        self.dispatcher = dispatcher
+        self.writer = writer
+        self.logger = logger
+    }
+
+    /// Whether shutdown stopped the reading (frames read after that are dropped).
+    var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    func stopReading() { stopped.store(true, ordering: .releasing) }
+
+    /// Flushes what is written, closes the session (cancelling what still runs), logs, and resumes `serveStdio`.
+    /// Only the first call counts.
+    func end(reason: String) {
+        let first = ending.withLock { state -> Bool in
+            if state.started { return false }
+            state.started = true
+            return true
+        }
+        guard first else { return }
+        writer.finish { [self] in
+            self.dispatcher.closed()
+            self.logger?(.closed(self.info, reason: reason))
+            self.ending.withLock { state in
+                state.finished = true
+                defer { state.waiter = nil }
+                return state.waiter
+            }?.resume()
+        }
+    }
+
+    /// Waits until `end` has finished.
+    func waitUntilEnded() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = ending.withLock { state -> Bool in
+                if state.finished { return true }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// The reader thread's loop: read, frame, dispatch (blocking at the in-flight cap), until EOF or shutdown.
+    func read(from input: Int32, frameLimit: Int, maxInFlight: Int) {
+        var framer = LineFramer(limit: frameLimit)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        reading: while !isStopped {
+            let n = buffer.withUnsafeMutableBytes { raw in Glibc.read(input, raw.baseAddress, raw.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            buffer.withUnsafeBytes { raw in framer.append(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+            while let event = framer.next() {
+                switch event {
+                case .frame(let bytes):
+                    if isStopped { break reading }
+                    dispatcher.dispatch(bytes, blockingAt: maxInFlight)
+                case .tooLarge:
+                    if isStopped { break reading }
+                    let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: frameLimit)))
+                    writer.enqueue(ConnectionDispatcher<Handler>.frame(response))
+                    logger?(.frameTooLarge(info))
+                }
+            }
+        }
+        // EOF is not a disconnect: answer everything already read, then end. (After `stopReading`, shutdown ends it.)
+        if !isStopped { dispatcher.whenIdle { [self] in self.end(reason: "eof") } }
+    }
+}
+
 extension RPCServer {
     /// Serves one connection over a pair of file descriptors (default stdin/stdout) with the same framing.
     ///
     /// Reads on a dedicated thread with `read(2)` (very long lines are discarded per the frame limit), writes on
-    /// another; at EOF it finishes in-flight requests, flushes, and returns. `shutdown` also ends it (in-flight
-    /// requests get up to the grace period). The descriptors are not closed.
+    /// another; at EOF it finishes in-flight requests, flushes, and returns. `shutdown` also ends it: reading stops,
+    /// in-flight requests get up to the grace period, then the ones still running are cancelled. The descriptors
+    /// are not closed.
     public func serveStdio(input: Int32 = STDIN_FILENO, output: Int32 = STDOUT_FILENO) async {
         signal(SIGPIPE, SIG_IGN)
         let info = ConnectionInfo(id: ConnectionIDs.next(), transport: .stdio, listenAddress: nil, peer: nil)
         let writer = BlockingWriter(fd: output, name: "jsonrpc-stdio-writer")
-        let slots = InFlightGate(limit: configuration.maxInFlightPerConnection)
-        let group = DispatchGroup()
-        let stopping = Atomic<Bool>(false)
         let dispatcher = ConnectionDispatcher(
             handler: handler, info: info, maxDepth: configuration.maxNestingDepth,
             sendFrame: { writer.enqueue($0) },
-            complete: { bytes in
-                if let bytes { writer.enqueue(bytes) }
-                self.stdioInFlight.subtract(1, ordering: .relaxed)
-                slots.leave()
-                group.leave()
-            })
-        let limit = configuration.maxFrameBytes
-        let logger = configuration.logger
-        let finishedOnce = Atomic<Bool>(false)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let finish: @Sendable () -> Void = {
-                guard !finishedOnce.exchange(true, ordering: .acquiringAndReleasing) else { return }
-                continuation.resume()
-            }
-            let alreadyStopped = lifecycle.withLock { state -> Bool in
-                if state.finished { return true }
-                state.stdioStops.append {
-                    stopping.store(true, ordering: .relaxed)
-                    writer.finish(then: finish)
-                }
-                return false
-            }
-            if alreadyStopped {
-                finish()
-                return
-            }
-            let reader = Thread {
-                var framer = LineFramer(limit: limit)
-                var buffer = [UInt8](repeating: 0, count: 65_536)
-                reading: while !stopping.load(ordering: .relaxed) {
-                    let n = buffer.withUnsafeMutableBytes { raw in read(input, raw.baseAddress, raw.count) }
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { break }
-                    buffer.withUnsafeBytes { raw in framer.append(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
-                    while let event = framer.next() {
-                        if stopping.load(ordering: .relaxed) { break reading }
-                        switch event {
-                        case .frame(let bytes):
-                            slots.enter()
-                            group.enter()
-                            self.stdioInFlight.add(1, ordering: .relaxed)
-                            dispatcher.dispatch(bytes)
-                        case .tooLarge:
-                            let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: limit)))
-                            writer.enqueue(ConnectionDispatcher<Handler>.frame(response))
-                            logger?(.frameTooLarge(info))
-                        }
-                    }
-                }
-                group.wait()
-                writer.finish {
-                    dispatcher.closed()
-                    logger?(.closed(info, reason: stopping.load(ordering: .relaxed) ? "shutdown" : "eof"))
-                    finish()
-                }
-            }
-            reader.name = "jsonrpc-stdio-reader"
-            reader.start()
+            complete: { bytes in if let bytes { writer.enqueue(bytes) } })
+        let connection = StdioConnection(
+            info: info, dispatcher: dispatcher, writer: writer, logger: configuration.logger)
+        let registered = lifecycle.withLock { state -> Bool in
+            if state.finished { return false }
+            if state.shuttingDown { connection.stopReading() }
+            state.stdio[info.id] = connection
+            return true
         }
+        guard registered else {
+            connection.end(reason: "shutdown")
+            await connection.waitUntilEnded()
+            return
+        }
+        let (frameLimit, maxInFlight) = (configuration.maxFrameBytes, configuration.maxInFlightPerConnection)
+        let reader = Thread { connection.read(from: input, frameLimit: frameLimit, maxInFlight: maxInFlight) }
+        reader.name = "jsonrpc-stdio-reader"
+        reader.start()
+        await connection.waitUntilEnded()
+        lifecycle.withLock { _ = $0.stdio.removeValue(forKey: info.id) }
     }
 }

@@ -60,19 +60,32 @@ import Testing
         var fromServer: [Int32] = [0, 0]
         #expect(pipe(&toServer) == 0)
         #expect(pipe(&fromServer) == 0)
-        let server = try RPCServer(handler: TestHandler())
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler)
         let input = toServer[0]
         let output = fromServer[1]
         let served = Task { await server.serveStdio(input: input, output: output) }
         let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
         #expect(try await client.call(method: "echo", params: [0]) == [0])
         try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"sleep\",\"params\":{\"ms\":200},\"id\":\"s\"}")
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await handler.sleeping.wait())
         await server.shutdown(gracePeriod: .seconds(3))
         await served.value
         #expect(try await nextValue(client)["id"] == "s")
         client.close()
         close(input)
         close(output)
+    }
+}
+
+@Suite struct EpollHeaderTests {
+    /// The header module gives `struct epoll_event` its C layout; the old hand-written offsets assumed exactly this.
+    @Test func epollEventHasTheCLayout() {
+        #if arch(x86_64)
+            #expect(Epoll.eventStride == 12)
+        #else
+            #expect(Epoll.eventStride == 16)
+        #endif
+        #expect(Epoll.readable == 0x001 && Epoll.writable == 0x004 && Epoll.readHangup == 0x2000)
     }
 }

@@ -223,14 +223,15 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
 
     @Test func gracefulShutdownFinishesInFlightRequests() async throws {
         let path = tempSocketPath()
-        let server = try RPCServer(handler: TestHandler())
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler)
         try server.listen(.unix(path: path))
         #expect(access(path, F_OK) == 0)
         var st = stat()
         #expect(stat(path, &st) == 0 && st.st_mode & 0o777 == 0o660)
         let client = try await RPCClient.connect(to: "unix:" + path)
         async let slow = client.call(method: "sleep", params: ["ms": 300, "value": "finished"])
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await handler.sleeping.wait())
         let started = ContinuousClock.now
         await server.shutdown(gracePeriod: .seconds(5))
         #expect(ContinuousClock.now - started < .seconds(4))
@@ -240,16 +241,97 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         await server.run()  // returns immediately after shutdown
     }
 
-    @Test func shutdownGracePeriodIsBounded() async throws {
-        let server = try RPCServer(handler: TestHandler())
+    @Test func shutdownGracePeriodIsBoundedAndCancelsWhatStillRuns() async throws {
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler)
         let address = try server.listen(.tcp(host: "127.0.0.1", port: 0))
         let client = try await RPCClient.connect(to: address)
-        let stuck = Task { try await client.call(method: "sleep", params: ["ms": 5000]) }
-        try await Task.sleep(for: .milliseconds(50))
+        let stuck = Task { try await client.call(method: "waitForCancel") }
+        #expect(await handler.waiting.wait())
         let started = ContinuousClock.now
         await server.shutdown(gracePeriod: .milliseconds(200))
         #expect(ContinuousClock.now - started < .seconds(2))
         await #expect(throws: JSONRPCError.self) { _ = try await stuck.value }
+        #expect(await handler.cancelled.wait())
+        #expect(await handler.sessionEnd.wait())
+    }
+
+    @Test func shutdownReturnsWhenTheLastConnectionClosesNotAtTheEndOfTheGracePeriod() async throws {
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler)
+        let address = try server.listen(.unix(path: tempSocketPath()))
+        let client = try await RPCClient.connect(to: address)
+        async let answer = client.call(method: "sleep", params: ["ms": 100, "value": "answered"])
+        #expect(await handler.sleeping.wait())
+        let started = ContinuousClock.now
+        await server.shutdown(gracePeriod: .seconds(60))
+        #expect(ContinuousClock.now - started < .seconds(20))
+        #expect(try await answer == "answered")
+        #expect(server.connectionCount == 0)
+    }
+
+    @Test func cancellingRunShutsTheServerDownGracefully() async throws {
+        let handler = TestHandler()
+        let server = try RPCServer(
+            handler: handler, configuration: serverConfig { $0.shutdownGracePeriod = .seconds(30) })
+        let address = try server.listen(.unix(path: tempSocketPath()))
+        let client = try await RPCClient.connect(to: address)
+        async let answer = client.call(method: "sleep", params: ["ms": 100, "value": "answered"])
+        #expect(await handler.sleeping.wait())
+        let running = Task { await server.run() }
+        running.cancel()
+        await running.value
+        #expect(try await answer == "answered")
+        #expect(server.connectionCount == 0)
+        #expect(throws: JSONRPCError.self) { try server.listen(.tcp(host: "127.0.0.1", port: 0)) }
+        await server.run()  // returns at once after shutdown
+    }
+
+    /// A client that goes away (a Unix socket closed, a TCP connection reset) cancels the Tasks of its requests:
+    /// a handler awaiting slow work sees cancellation, and the session ends.
+    @Test(arguments: Transport.allCases)
+    func aClientThatDisconnectsCancelsItsRequests(transport: Transport) async throws {
+        let handler = TestHandler()
+        try await withServer(transport, handler: handler) { server, address in
+            let request = Array(#"{"jsonrpc":"2.0","method":"waitForCancel","id":"w"}"#.utf8) + [0x0A]
+            switch transport {
+            case .unix:
+                let client = try await RPCClient.connect(to: address)
+                try client.sendRaw(bytes: request)
+                #expect(await handler.waiting.wait())
+                client.close()
+            case .tcp:
+                // A peer's FIN on TCP looks like a half-close (requests are then answered); a reset is a disconnect.
+                let fd = try SocketAddress.connect(address)
+                #expect(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } > 0)
+                #expect(await handler.waiting.wait())
+                var abort = linger(l_onoff: 1, l_linger: 0)
+                #expect(setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size)) == 0)
+                close(fd)
+            }
+            #expect(await handler.cancelled.wait())
+            #expect(await handler.sessionEnd.wait())
+            #expect(await eventually { server.connectionCount == 0 })
+        }
+    }
+
+    /// A half-close is not a disconnect: what was sent before it is answered, then the server closes.
+    @Test(arguments: Transport.allCases)
+    func halfCloseStillAnswersWhatWasSent(transport: Transport) async throws {
+        let handler = TestHandler()
+        try await withServer(transport, handler: handler) { server, address in
+            let client = try await RPCClient.connect(to: address)
+            defer { client.close() }
+            try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"sleep\",\"params\":{\"ms\":100},\"id\":\"a\"}")
+            try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[2],\"id\":\"b\"}")
+            client.finishWriting()
+            let first = try await nextValue(client)
+            let second = try await nextValue(client)
+            #expect(Set([first["id"], second["id"]]) == Set<JSONValue?>(["a", "b"]))
+            #expect(try await client.nextRawLine(timeout: .seconds(10)) == nil)
+            #expect(await handler.sessionEnd.wait())
+            #expect(!handler.cancelled.isSignalled)
+        }
     }
 
     @Test func serverNotificationsReachTheClient() async throws {
@@ -351,8 +433,32 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         #expect(try await nextValue(client)["id"] == "last")
         await served.value
         #expect(await eventually { handler.endedSessions.load(ordering: .relaxed) == 1 })
+        #expect(!handler.cancelled.isSignalled)
         close(serverInput)
         close(serverOutput)
         #expect(try await client.nextRawLine(timeout: .seconds(5)) == nil)
+    }
+
+    @Test func shutdownStopsReadingStdioThenCancelsWhatOutlivesTheGracePeriod() async throws {
+        var toServer: [Int32] = [0, 0]
+        var fromServer: [Int32] = [0, 0]
+        #expect(pipe(&toServer) == 0)
+        #expect(pipe(&fromServer) == 0)
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler)
+        let (serverInput, serverOutput) = (toServer[0], fromServer[1])
+        let served = Task { await server.serveStdio(input: serverInput, output: serverOutput) }
+        let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
+        try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"waitForCancel\",\"id\":\"w\"}")
+        #expect(await handler.waiting.wait())
+        let started = ContinuousClock.now
+        await server.shutdown(gracePeriod: .milliseconds(100))
+        await served.value
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(await handler.cancelled.wait())
+        #expect(await handler.sessionEnd.wait())
+        client.close()
+        close(serverInput)
+        close(serverOutput)
     }
 }

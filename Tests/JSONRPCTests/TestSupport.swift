@@ -17,10 +17,18 @@ final class TestSession: Sendable {
 final class TestHandler: RPCHandler {
     let endedSessions = Atomic<Int>(0)
     let globalMax = Mutex<Int>(0)
+    /// A "sleep" started; "waitForCancel" started waiting; its task was cancelled; a session ended.
+    let sleeping = TestEvent()
+    let waiting = TestEvent()
+    let cancelled = TestEvent()
+    let sessionEnd = TestEvent()
 
     func makeSession(_ info: ConnectionInfo) -> TestSession { TestSession() }
 
-    func sessionEnded(_ session: TestSession) { endedSessions.add(1, ordering: .relaxed) }
+    func sessionEnded(_ session: TestSession) {
+        endedSessions.add(1, ordering: .relaxed)
+        sessionEnd.signal()
+    }
 
     func handle(_ request: RPCRequest, session: TestSession, context: RPCContext) async -> Result<JSONValue, RPCError> {
         switch request.method {
@@ -33,8 +41,16 @@ final class TestHandler: RPCHandler {
             }
             let p: P
             do { p = try request.decodeParams(P.self) } catch { return .failure(error) }
+            sleeping.signal()
             try? await Task.sleep(for: .milliseconds(p.ms))
             return .success(p.value ?? .int(p.ms))
+        case "waitForCancel":
+            // Waits as a handler awaiting a slow query would, until its task is cancelled (at most a minute).
+            waiting.signal()
+            try? await Task.sleep(for: .seconds(60))
+            guard Task.isCancelled else { return .success("not cancelled") }
+            cancelled.signal()
+            return .failure(RPCError(code: -32050, message: "Cancelled", reason: "cancelled", retryable: true))
         case "internal":
             return .failure(.internalError())
         case "fail":
@@ -118,6 +134,22 @@ func nextValue(_ client: RPCClient, timeout: Duration = .seconds(10)) async thro
         throw JSONRPCError(.connectionClosed, "EOF while waiting for a line")
     }
     return value
+}
+
+/// A one-shot event a test waits for with a deadline: `wait` is woken by `signal`, it does not poll.
+final class TestEvent: Sendable {
+    let pending = LiveCount()
+
+    init() { pending.increment() }
+
+    func signal() { pending.decrement() }
+
+    var isSignalled: Bool { pending.value <= 0 }
+
+    /// Whether the event happened (now or within `timeout`).
+    func wait(timeout: Duration = .seconds(10)) async -> Bool {
+        await pending.waitForZero(until: ContinuousClock.now.advanced(by: timeout))
+    }
 }
 
 /// Waits (polling) until `condition` holds or `timeout` passes; returns whether it held.

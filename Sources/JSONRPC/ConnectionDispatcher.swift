@@ -1,0 +1,183 @@
+// One connection's requests in flight: parse, hand to the handler on a Task, serialize; cancel on disconnect.
+import Dispatch
+import Synchronization
+
+/// Runs one connection's requests: parse, dispatch to the handler, serialize. Transport-independent.
+///
+/// It is the one owner of the connection's requests in flight: each runs on its own `Task`, kept here until it
+/// finished. When the transport reports the connection closed (`closed()`), the tasks still running are cancelled
+/// (the client can no longer receive their answers, so a handler awaiting a query sees cancellation), and
+/// `sessionEnded` fires once the last of them finished. A peer's EOF (stdin at its end, a socket half-close) is not
+/// a close: the transport lets what runs finish and be answered first.
+final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
+    struct State {
+        /// Requests (or batches) in flight: counted before their task starts.
+        var inFlight = 0
+        /// Their tasks, by a per-connection token, for cancellation (stored just after each task is created).
+        var running: [UInt64: Task<Void, Never>] = [:]
+        /// Tokens whose task finished before `dispatch` could store it (it then is not stored).
+        var finishedUnstored: Set<UInt64> = []
+        var nextToken: UInt64 = 0
+        var closed = false
+        var ended = false
+        /// Called once nothing is in flight (`whenIdle`).
+        var idleCallbacks: [@Sendable () -> Void] = []
+        /// Set while the stdio reader waits in `dispatch(_:blockingAt:)`: wake it when `running` is down to this.
+        var wakeReaderAt: Int? = nil
+    }
+
+    let handler: Handler
+    let session: Handler.Session
+    let info: ConnectionInfo
+    let maxDepth: Int
+    let sendFrame: @Sendable ([UInt8]) -> Void
+    let complete: @Sendable ([UInt8]?) -> Void
+    let state = Mutex(State())
+    /// Wakes the (one) thread blocked in `dispatch(_:blockingAt:)`.
+    let capacity = DispatchSemaphore(value: 0)
+
+    init(
+        handler: Handler, info: ConnectionInfo, maxDepth: Int, sendFrame: @escaping @Sendable ([UInt8]) -> Void,
+        complete: @escaping @Sendable ([UInt8]?) -> Void
+    ) {
+        self.handler = handler
+        self.session = handler.makeSession(info)
+        self.info = info
+        self.maxDepth = maxDepth
+        self.sendFrame = sendFrame
+        self.complete = complete
+    }
+
+    /// Requests (or batches) in flight.
+    var inFlight: Int { state.withLock { $0.inFlight } }
+
+    /// Starts handling one frame; `complete` is called exactly once with the response frame (or nil). A frame that
+    /// arrives after `closed()` is dropped: nobody could read its answer.
+    ///
+    /// With `blockingAt` (stdio's one reader thread, never a pool thread): once that many requests are in flight,
+    /// blocks the caller until at most half of them are left, so a full pipeline costs one wake-up per batch of
+    /// completions instead of one per request, and the check shares the lock that counts the request.
+    func dispatch(_ frame: [UInt8], blockingAt limit: Int? = nil) {
+        let token = state.withLock { s -> UInt64? in
+            guard !s.closed else { return nil }
+            s.inFlight += 1
+            defer { s.nextToken += 1 }
+            return s.nextToken
+        }
+        guard let token else { return }
+        // Created outside the lock: starting a task may wake a pool thread, and completions take this lock too.
+        let task = Task {
+            let response = await self.process(frame)
+            self.complete(response)
+            self.finished(token)
+        }
+        let mustWait = state.withLock { s -> Bool in
+            if s.finishedUnstored.remove(token) == nil {
+                s.running[token] = task
+                // Closed meanwhile: `closed()` did not see this task, so cancel it here.
+                if s.closed { task.cancel() }
+            }
+            guard let limit, s.inFlight >= max(1, limit) else { return false }
+            s.wakeReaderAt = max(1, limit) / 2
+            return true
+        }
+        if mustWait { capacity.wait() }
+    }
+
+    /// The transport closed: cancels what is still running; ends the session now or after the last request.
+    func closed() {
+        let (running, end) = state.withLock { s -> ([Task<Void, Never>], Bool) in
+            if s.closed { return ([], false) }
+            s.closed = true
+            return (Array(s.running.values), endIfDone(&s))
+        }
+        for task in running { task.cancel() }
+        if end { handler.sessionEnded(session) }
+    }
+
+    /// Calls `callback` once nothing is in flight: at once if nothing is, else when the last request finished.
+    func whenIdle(_ callback: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.inFlight == 0 { return true }
+            s.idleCallbacks.append(callback)
+            return false
+        }
+        if now { callback() }
+    }
+
+    func finished(_ token: UInt64) {
+        let (idle, wakeReader, end) = state.withLock { s -> ([@Sendable () -> Void], Bool, Bool) in
+            s.inFlight -= 1
+            if s.running.removeValue(forKey: token) == nil { s.finishedUnstored.insert(token) }
+            var wakeReader = false
+            if let at = s.wakeReaderAt, s.inFlight <= at {
+                s.wakeReaderAt = nil
+                wakeReader = true
+            }
+            var idle: [@Sendable () -> Void] = []
+            if s.inFlight == 0 {
+                idle = s.idleCallbacks
+                s.idleCallbacks = []
+            }
+            return (idle, wakeReader, endIfDone(&s))
+        }
+        if wakeReader { capacity.signal() }
+        for callback in idle { callback() }
+        if end { handler.sessionEnded(session) }
+    }
+
+    /// Whether the session ends now (closed, nothing in flight, not ended yet); marks it ended.
+    private func endIfDone(_ s: inout State) -> Bool {
+        guard s.closed, s.inFlight == 0, !s.ended else { return false }
+        s.ended = true
+        return true
+    }
+
+    func process(_ frame: [UInt8]) async -> [UInt8]? {
+        switch RPCInbound.classify(frame, maxDepth: maxDepth) {
+        case .reject(let response):
+            return Self.frame(response)
+        case .single(let entry):
+            guard let response = await run(entry) else { return nil }
+            return Self.frame(response)
+        case .batch(let entries):
+            let responses = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
+                for (index, entry) in entries.enumerated() {
+                    group.addTask { (index, await self.run(entry)) }
+                }
+                var collected = [RPCResponse?](repeating: nil, count: entries.count)
+                for await (index, response) in group { collected[index] = response }
+                return collected.compactMap { $0 }
+            }
+            if responses.isEmpty { return nil }
+            var bytes: [UInt8] = [UInt8(ascii: "[")]
+            for (index, response) in responses.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                response.append(to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+            bytes.append(0x0A)
+            return bytes
+        }
+    }
+
+    func run(_ entry: RPCInbound.Entry) async -> RPCResponse? {
+        switch entry {
+        case .invalid(let invalid):
+            return RPCResponse(id: invalid.id ?? .null, result: .failure(invalid.error))
+        case .request(let request):
+            let context = RPCContext(connection: info, requestID: request.id, sendFrame: sendFrame)
+            let result = await handler.handle(request, session: session, context: context)
+            guard let id = request.id else { return nil }
+            return RPCResponse(id: id, result: result)
+        }
+    }
+
+    static func frame(_ response: RPCResponse) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(96)
+        response.append(to: &bytes)
+        bytes.append(0x0A)
+        return bytes
+    }
+}
