@@ -365,7 +365,9 @@ public actor PostgresConnection {
 
     static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
         let copies = strings.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
+        defer {
+            for copy in copies { free(copy) }
+        }
         let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } } + [nil]
         // Never empty (NULL-terminated), so baseAddress is non-nil.
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }

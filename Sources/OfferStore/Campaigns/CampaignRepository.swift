@@ -35,10 +35,6 @@ public struct CampaignRecord: Sendable, Hashable {
 public struct CampaignRepository: Sendable {
     let pool: PostgresPool
 
-    init(pool: PostgresPool) {
-        self.pool = pool
-    }
-
     static let columns = """
         c.campaign_id, c.offer_id, c.kind, c.custom_code, c.total_limit, c.per_customer_limit, c.starts_at,
         c.expires_at, c.eligibility, c.deactivated_at, c.redeemed, c.rolled_back, c.codes_generated, c.created_at
