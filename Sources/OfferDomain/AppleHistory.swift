@@ -221,7 +221,9 @@ extension CustomerHistory {
             case (false, true): group.source = .recorded
             case (false, false): group.source = nil
             }
-            if fromApple.contains(groupId) || latestRenewal[groupId] != nil { group.environment = effective.environment }
+            if fromApple.contains(groupId) || latestRenewal[groupId] != nil {
+                group.environment = effective.environment
+            }
             if let renewal = latestRenewal[groupId] {
                 group.autoRenewProductId = renewal.autoRenewProductId
                 group.appleWinBackOfferIds = renewal.eligibleWinBackOfferIds

@@ -161,7 +161,8 @@ public struct AppleDataRepository: Sendable {
         }
         var customerOfChain: [String: String] = [:]
         if let customerId = batch.customerId {
-            for chain in chains where !batch.transactions.contains(where: {
+            for chain in chains
+            where !batch.transactions.contains(where: {
                 $0.facts.originalTransactionId == chain && $0.appAccountToken != nil
             }) {
                 _ = try await link(tx, tenant: tenant, chain: chain, customerId: customerId)
@@ -302,7 +303,8 @@ public struct AppleDataRepository: Sendable {
                 transaction_type = EXCLUDED.transaction_type, signed_date = EXCLUDED.signed_date,
                 authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws, received_at = now()
             WHERE old.signed_date < EXCLUDED.signed_date
-                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL AND old.signed_date = EXCLUDED.signed_date)
+                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
+                    AND old.signed_date = EXCLUDED.signed_date)
             RETURNING 1
             """)
         return !rows.isEmpty
@@ -333,7 +335,8 @@ public struct AppleDataRepository: Sendable {
                 signed_date = EXCLUDED.signed_date, authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws,
                 received_at = now()
             WHERE old.signed_date < EXCLUDED.signed_date
-                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL AND old.signed_date = EXCLUDED.signed_date)
+                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
+                    AND old.signed_date = EXCLUDED.signed_date)
             RETURNING 1
             """)
         return !rows.isEmpty

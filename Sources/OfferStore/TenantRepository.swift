@@ -82,7 +82,8 @@ public struct TenantRepository: Sendable {
 
     public func list() async throws(StoreError) -> [TenantRecord] {
         try await storeCall {
-            try await pool.query("SELECT \(query: .unsafeRaw(Self.columns)) FROM tenants ORDER BY slug").map(Self.decode)
+            try await pool.query("SELECT \(query: .unsafeRaw(Self.columns)) FROM tenants ORDER BY slug")
+                .map(Self.decode)
         }
     }
 
@@ -99,8 +100,8 @@ public struct TenantRepository: Sendable {
         try await storeCall {
             let rows = try await pool.query(
                 """
-                SELECT t.tenant_id, t.slug, t.bundle_id, t.name, t.created_at, t.app_apple_id, t.allow_sandbox, t.allow_xcode,
-                       k.key_hash
+                SELECT t.tenant_id, t.slug, t.bundle_id, t.name, t.created_at, t.app_apple_id, t.allow_sandbox,
+                       t.allow_xcode, k.key_hash
                 FROM api_keys k JOIN tenants t USING (tenant_id)
                 WHERE k.lookup = \(lookup) AND k.revoked_at IS NULL
                 """, prepared: true)

@@ -15,7 +15,8 @@ struct AppleDataTests {
         let ca = try await AppleTestCA.shared()
         let verifier = try ca.verifier()
         return try await TestGateway.with(configure: { options, _ in options.appleVerifier = verifier }) { gateway in
-            try await body(try await AppleTenant.setUp(gateway, ca: ca, allowSandbox: allowSandbox, extraOffers: extraOffers))
+            try await body(
+                try await AppleTenant.setUp(gateway, ca: ca, allowSandbox: allowSandbox, extraOffers: extraOffers))
         }
     }
 
@@ -66,7 +67,8 @@ struct AppleDataTests {
         try await Self.withApple { app in
             let token = UUID().uuidString.lowercased()
             let tx = try app.signed(
-                app.payloads.transaction(id: "2001", purchase: days(-10), expires: days(20), token: token, signed: days(-10)))
+                app.payloads.transaction(
+                    id: "2001", purchase: days(-10), expires: days(20), token: token, signed: days(-10)))
             let newer = try app.signed(
                 app.payloads.renewal(original: "2001", autoRenewStatus: 0, signed: days(-1)))
             let older = try app.signed(app.payloads.renewal(original: "2001", autoRenewStatus: 1, signed: days(-5)))
@@ -146,10 +148,11 @@ struct AppleDataTests {
     func sandboxNeverChangesProduction() async throws {
         try await Self.withApple(allowSandbox: true) { app in
             let token = UUID().uuidString.lowercased()
-            try await app.transactions([
-                app.payloads.transaction(
-                    id: "4001", purchase: days(-200), expires: days(-60), token: token, signed: days(-60))
-            ], renewals: [app.payloads.renewal(original: "4001", autoRenewStatus: 0, signed: days(-60))])
+            try await app.transactions(
+                [
+                    app.payloads.transaction(
+                        id: "4001", purchase: days(-200), expires: days(-60), token: token, signed: days(-60))
+                ], renewals: [app.payloads.renewal(original: "4001", autoRenewStatus: 0, signed: days(-60))])
             let best: JSONValue = ["customerId": .string(token), "productId": "monthly"]
             let before = try await app.client.call(method: "offers.best", params: best)
             let groupBefore = try await app.group(token)
@@ -192,11 +195,48 @@ struct AppleDataTests {
                     id: "5001", purchase: days(-2), expires: days(28), environment: "Sandbox", token: UUID().uuidString,
                     signed: days(-2)))
             let error = await expectRPCError(-32060) {
-                try await app.notify(app.payloads.notification(environment: "Sandbox", transaction: tx, signed: days(-2)))
+                try await app.notify(
+                    app.payloads.notification(environment: "Sandbox", transaction: tx, signed: days(-2)))
             }
             #expect(error?.reason == "environment_not_allowed")
             #expect(try await app.count("apple_notifications") == 0)
             #expect(try await app.count("apple_transactions") == 0)
+        }
+    }
+
+    @Test("Xcode data only for tenants with allowXcode, kept as unverified; Production needs the app Apple id")
+    func xcodeAndAppAppleId() async throws {
+        try await Self.withApple { app in
+            let token = UUID().uuidString.lowercased()
+            let xcode = app.payloads.transaction(
+                id: "5101", purchase: days(-2), expires: days(28), environment: "Xcode", token: token, signed: days(-2))
+            let refused = await expectRPCError(-32060) { try await app.transactions([xcode]) }
+            #expect(refused?.reason == "environment_not_allowed")
+            _ = try await app.admin.call(
+                method: "tenants.update", params: ["tenant": .string(app.slug), "allowXcode": true])
+            #expect(try await app.transactions([xcode])["customers"] == [.string(token)])
+            let tenant = try await app.gateway.tenantId(app.slug)
+            #expect(
+                try await app.gateway.count(
+                    """
+                    SELECT count(*)::bigint FROM apple_transactions
+                    WHERE tenant_id = \(tenant) AND authenticity = 'unverifiedDevelopmentData' AND environment = 'Xcode'
+                    """) == 1)
+            // A tenant without an app Apple id cannot take Production notifications (API.md §8).
+            let admin = app.admin
+            let key = try await app.gateway.createTenant("apple-noid", bundleId: app.payloads.bundleId, admin: admin)
+            let noId = try await app.gateway.tenant(key)
+            let notification = try app.signed(app.payloads.notification(type: "TEST", signed: days(-1)))
+            let error = await expectRPCError(-32060) {
+                try await noId.call(method: "appstore.notification", params: ["signedPayload": .string(notification)])
+            }
+            #expect(error?.reason == "wrong_app_apple_id")
+            // The same notification for the tenant with the app Apple id: a TEST applies to nobody.
+            let test = try await app.client.call(
+                method: "appstore.notification", params: ["signedPayload": .string(notification)])
+            #expect(test["applied"] == false)
+            #expect(test["customerId"] == .null)
+            #expect(test["subtype"] == .null)
         }
     }
 
@@ -206,11 +246,15 @@ struct AppleDataTests {
             func lapsed(_ id: String, lapsedDaysAgo: Double, winBack: [String]?) async throws -> String {
                 let token = UUID().uuidString.lowercased()
                 try await app.transactions(
-                    [app.payloads.transaction(
-                        id: id, purchase: days(-200), expires: days(-lapsedDaysAgo), token: token,
-                        signed: days(-lapsedDaysAgo))],
-                    renewals: [app.payloads.renewal(
-                        original: id, autoRenewStatus: 0, winBack: winBack, signed: days(-lapsedDaysAgo))])
+                    [
+                        app.payloads.transaction(
+                            id: id, purchase: days(-200), expires: days(-lapsedDaysAgo), token: token,
+                            signed: days(-lapsedDaysAgo))
+                    ],
+                    renewals: [
+                        app.payloads.renewal(
+                            original: id, autoRenewStatus: 0, winBack: winBack, signed: days(-lapsedDaysAgo))
+                    ])
                 return token
             }
             func verdict(_ customer: String, _ offer: String) async throws -> JSONValue {
@@ -252,9 +296,14 @@ struct AppleDataTests {
             ) async throws -> String {
                 let token = UUID().uuidString.lowercased()
                 try await app.transactions(
-                    [app.payloads.transaction(id: id, purchase: days(-27), expires: expires, token: token, signed: days(-27))],
-                    renewals: [app.payloads.renewal(
-                        original: id, autoRenewStatus: autoRenew, retry: retry, grace: grace, signed: days(-1))])
+                    [
+                        app.payloads.transaction(
+                            id: id, purchase: days(-27), expires: expires, token: token, signed: days(-27))
+                    ],
+                    renewals: [
+                        app.payloads.renewal(
+                            original: id, autoRenewStatus: autoRenew, retry: retry, grace: grace, signed: days(-1))
+                    ])
                 return token
             }
             func atRiskOffer(_ customer: String) async throws -> JSONValue? {
@@ -289,7 +338,8 @@ struct AppleDataTests {
                 ])
             #expect(try await app.group(token)["source"]?.stringValue == "recorded")
             try await app.transactions([
-                app.payloads.transaction(id: "8001", purchase: days(-10), expires: days(20), token: token, signed: days(-10))
+                app.payloads.transaction(
+                    id: "8001", purchase: days(-10), expires: days(20), token: token, signed: days(-10))
             ])
             #expect(try await app.group(token)["source"]?.stringValue == "mixed")
             // Apple reports the recorded transaction itself (revoked): Apple's copy is the one decisions see.
@@ -310,13 +360,18 @@ struct AppleDataTests {
                     id: "9001", purchase: days(-10), expires: days(20), token: token, offerType: 5,
                     offerId: "retention.1", signed: days(-10)),
                 app.payloads.transaction(
-                    id: "9002", purchase: days(-40), expires: days(-10), token: token, offerType: 17, signed: days(-40)),
+                    id: "9002", purchase: days(-40), expires: days(-10), token: token, offerType: 17,
+                    signed: days(-40)),
             ])
             #expect(result["applied"]?.int64Value == Int64(2))
             let tenant = try await app.gateway.tenantId(app.slug)
             #expect(
                 try await app.gateway.count(
-                    "SELECT count(*)::bigint FROM apple_transactions WHERE tenant_id = \(tenant) AND offer_type IN (5, 17)")
+                    """
+                    SELECT count(*)::bigint FROM apple_transactions
+                    WHERE tenant_id = \(tenant) AND offer_type IN (5, 17)
+                    """
+                )
                     == 2)
             #expect(try await app.group(token)["state"]?.stringValue == "active")
         }
@@ -340,28 +395,34 @@ struct AppleDataTests {
             ]
             let rejected = await expectRPCError(-32060) {
                 try await onTwo.call(
-                    method: "appstore.transactions", params: ["signedTransactions": .array(sandbox.map { .string($0) })])
+                    method: "appstore.transactions", params: ["signedTransactions": .array(sandbox.map { .string($0) })]
+                )
             }
             #expect(rejected?.reason == "environment_not_allowed")
             let updated = try await app.admin.call(
-                method: "tenants.update", params: ["tenant": .string(app.slug), "allowSandbox": true, "name": "Apple App"])
+                method: "tenants.update",
+                params: ["tenant": .string(app.slug), "allowSandbox": true, "name": "Apple App"])
             #expect(updated["allowSandbox"]?.boolValue == true)
             #expect(updated["appAppleId"]?.int64Value == Int64(Int(AppleTestCA.appAppleId)))
             #expect(updated["name"]?.stringValue == "Apple App")
             let accepted = try await eventually {
                 (try? await onTwo.call(
-                    method: "appstore.transactions", params: ["signedTransactions": .array(sandbox.map { .string($0) })]))
+                    method: "appstore.transactions", params: ["signedTransactions": .array(sandbox.map { .string($0) })]
+                ))
                     != nil
             }
             #expect(accepted)
             await expectRPCError(-32602, param: "params.appAppleId") {
-                try await app.admin.call(method: "tenants.update", params: ["tenant": .string(app.slug), "appAppleId": -5])
+                try await app.admin.call(
+                    method: "tenants.update", params: ["tenant": .string(app.slug), "appAppleId": -5])
             }
             await expectRPCError(-32004) {
-                try await app.admin.call(method: "tenants.update", params: ["tenant": "nobody-here", "allowXcode": true])
+                try await app.admin.call(
+                    method: "tenants.update", params: ["tenant": "nobody-here", "allowXcode": true])
             }
             await expectRPCError(-32002) {
-                try await onTwo.call(method: "tenants.update", params: ["tenant": .string(app.slug), "allowXcode": true])
+                try await onTwo.call(
+                    method: "tenants.update", params: ["tenant": .string(app.slug), "allowXcode": true])
             }
         }
     }
@@ -386,7 +447,8 @@ struct AppleDataTests {
                         expires: days(Double(-230 + 10 * i)), token: token, signed: days(Double(-240 + 10 * i))))
                 let renewal = try app.signed(
                     app.payloads.renewal(
-                        original: "11100", autoRenewStatus: i == 23 ? 0 : 1, winBack: i == 23 ? ["winback.monthly"] : nil,
+                        original: "11100", autoRenewStatus: i == 23 ? 0 : 1,
+                        winBack: i == 23 ? ["winback.monthly"] : nil,
                         signed: days(Double(-240 + 10 * i))))
                 return try app.signed(
                     app.payloads.notification(transaction: tx, renewal: renewal, signed: days(Double(-240 + 10 * i))))
@@ -396,7 +458,8 @@ struct AppleDataTests {
                     // Each notification is sent to both gateways at once (Apple retries; two gateways behind one URL).
                     for client in clients {
                         group.addTask {
-                            _ = try await client.call(method: "appstore.notification", params: ["signedPayload": .string(jws)])
+                            _ = try await client.call(
+                                method: "appstore.notification", params: ["signedPayload": .string(jws)])
                         }
                     }
                 }
@@ -417,7 +480,8 @@ struct AppleDataTests {
     func hostileInput() async throws {
         try await Self.withApple { app in
             let p = app.payloads
-            let good = p.transaction(id: "12001", purchase: days(-2), expires: days(28), token: UUID().uuidString, signed: days(-2))
+            let good = p.transaction(
+                id: "12001", purchase: days(-2), expires: days(28), token: UUID().uuidString, signed: days(-2))
             func mutated(_ key: String, _ value: JSONValue) -> JSONValue {
                 guard case .object(var object) = good else { return good }
                 object[key] = value
@@ -464,17 +528,22 @@ struct AppleDataTests {
             for params: JSONValue in [
                 ["signedPayload": 5], ["signedPayload": .null], [:], ["signedPayload": ["a"]],
             ] {
-                await expectRPCError(-32602) { try await app.client.call(method: "appstore.notification", params: params) }
+                await expectRPCError(-32602) {
+                    try await app.client.call(method: "appstore.notification", params: params)
+                }
             }
             for params: JSONValue in [
                 ["signedTransactions": "x"], ["signedTransactions": [5]], ["signedTransactions": []],
                 ["signedTransactions": .array(Array(repeating: "x", count: 1_001))],
                 ["signedTransactions": [.string(validJWS)], "customerId": ""],
             ] {
-                await expectRPCError(-32602) { try await app.client.call(method: "appstore.transactions", params: params) }
+                await expectRPCError(-32602) {
+                    try await app.client.call(method: "appstore.transactions", params: params)
+                }
             }
             await expectRPCError(-32602) {
-                try await app.client.call(method: "customers.link", params: ["customerId": "c", "originalTransactionId": ""])
+                try await app.client.call(
+                    method: "customers.link", params: ["customerId": "c", "originalTransactionId": ""])
             }
             for table in ["apple_notifications", "apple_transactions", "apple_renewal_infos", "customer_links"] {
                 #expect(try await app.count(table) == 0, "\(table)")
@@ -521,7 +590,8 @@ struct AppleDataTests {
                     case "notification":
                         try await client.call(method: "appstore.notification", params: ["signedPayload": .string(jws)])
                     case "transaction":
-                        try await client.call(method: "appstore.transactions", params: ["signedTransactions": [.string(jws)]])
+                        try await client.call(
+                            method: "appstore.transactions", params: ["signedTransactions": [.string(jws)]])
                     default:
                         try await client.call(
                             method: "appstore.transactions",
@@ -555,7 +625,11 @@ struct AppleDataTests {
                     if entry.kind == "notification" {
                         #expect(
                             try await gateway.count(
-                                "SELECT count(*)::bigint FROM apple_notifications WHERE tenant_id = \(tenant) AND jws = \(jws)")
+                                """
+                                SELECT count(*)::bigint FROM apple_notifications
+                                WHERE tenant_id = \(tenant) AND jws = \(jws)
+                                """
+                            )
                                 == 1, "\(entry.file)")
                     }
                 } else {

@@ -108,14 +108,16 @@ struct AppleDataService: Sendable {
             batch.renewals.append(try Self.renewal(verified, jws: jws))
         }
         let outcome = try await ingest(batch, tenant: tenant)
-        return TransactionsResult(applied: outcome.applied, duplicates: outcome.duplicates, customers: outcome.customers)
+        return TransactionsResult(
+            applied: outcome.applied, duplicates: outcome.duplicates, customers: outcome.customers)
     }
 
     func link(_ request: LinkRequest, tenant: TenantRecord) async throws -> LinkResult {
         let customerId = try Validate.customerId(request.customerId)
         let original = try Validate.identifier(
             request.originalTransactionId, param: "params.originalTransactionId", maxBytes: 100)
-        let applied = try await repository.link(tenant: tenant.id, originalTransactionId: original, customerId: customerId)
+        let applied = try await repository.link(
+            tenant: tenant.id, originalTransactionId: original, customerId: customerId)
         caches.invalidate(tenant: tenant.id, customerId: customerId)
         return LinkResult(linked: true, applied: applied)
     }
@@ -155,8 +157,10 @@ struct AppleDataService: Sendable {
             familyShared: try p.text("inAppOwnershipType") == "FAMILY_SHARED",
             revocationDate: try p.date("revocationDate"), signedDate: verified.signedDate)
         return StoredAppleTransaction(
-            facts: facts, appAccountToken: try p.token(), subscriptionGroupId: try p.text("subscriptionGroupIdentifier"),
-            originalPurchaseDate: try p.date("originalPurchaseDate"), offerDiscountType: try p.text("offerDiscountType"),
+            facts: facts, appAccountToken: try p.token(),
+            subscriptionGroupId: try p.text("subscriptionGroupIdentifier"),
+            originalPurchaseDate: try p.date("originalPurchaseDate"),
+            offerDiscountType: try p.text("offerDiscountType"),
             offerPeriod: try p.text("offerPeriod"), inAppOwnershipType: try p.text("inAppOwnershipType"),
             revocationReason: try p.integer("revocationReason").map { Int32(clamping: $0) },
             revocationType: try p.text("revocationType"), transactionType: try p.text("type"),
