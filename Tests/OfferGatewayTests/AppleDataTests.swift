@@ -288,6 +288,27 @@ struct AppleDataTests {
         }
     }
 
+    @Test("A remembered offers.best answer is never served after Apple data changes the customer's inputs")
+    func memoFollowsIngestion() async throws {
+        try await Self.withApple { app in
+            let token = UUID().uuidString.lowercased()
+            try await app.transactions(
+                [app.payloads.transaction(
+                    id: "6501", purchase: days(-200), expires: days(-60), token: token, signed: days(-60))],
+                renewals: [app.payloads.renewal(original: "6501", autoRenewStatus: 0, signed: days(-60))])
+            let params: JSONValue = ["customerId": .string(token), "productId": "monthly"]
+            let first = try await app.client.call(method: "offers.best", params: params)
+            #expect(first["offer"]?["offerId"]?.stringValue == "winback.monthly")
+            // Remembered: the same answer again.
+            #expect(try await app.client.call(method: "offers.best", params: params) == first)
+            // Apple now lists no win-back offer for the group: the remembered answer must not be served.
+            let fresh = app.payloads.renewal(original: "6501", autoRenewStatus: 0, winBack: [], signed: days(-1))
+            try await app.transactions([], renewals: [fresh])
+            let after = try await app.client.call(method: "offers.best", params: params)
+            #expect(after["offer"]?["offerId"]?.stringValue != "winback.monthly", "\(after.text)")
+        }
+    }
+
     @Test("At risk from autoRenewStatus 0; billing retry and grace period from renewal info")
     func renewalStates() async throws {
         try await Self.withApple(extraOffers: [Self.promoAtRisk]) { app in
