@@ -152,6 +152,7 @@ public enum BestOffer {
             // Decorate once, sort on integer keys: comparing savings as fractions on every comparison dominated a
             // decision's cost.
             ordered = candidates.indices.sorted { i, j in
+                if let apple = appleOrder(candidates[i], candidates[j], history) { return apple }
                 if let lhs = ranks[i], let rhs = ranks[j], lhs != rhs { return lhs < rhs }
                 return isOrderedBefore(candidates[i], candidates[j])
             }.map { candidates[$0] }
@@ -166,7 +167,9 @@ public enum BestOffer {
                             saving: Saving(offer: offer, product: product), rank: nil))
                 }
             }
-            ordered = candidates.sorted(by: isOrderedBefore)
+            ordered = candidates.sorted { lhs, rhs in
+                appleOrder(lhs, rhs, history) ?? isOrderedBefore(lhs, rhs)
+            }
         }
         var considered: [ConsideredOffer] = []
         considered.reserveCapacity(ordered.count)
@@ -179,6 +182,19 @@ public enum BestOffer {
             considered.append(candidate)
         }
         return BestOfferResult(winner: considered.first { $0.rank == 1 }, considered: considered)
+    }
+
+    /// Apple's order between two eligible win-back offers of a group whose renewal info lists them (its first
+    /// choice first); nil when Apple has no say. Eligible win-back offers come before every other eligible offer
+    /// (type priority), so reordering them among themselves keeps the order total.
+    static func appleOrder(_ lhs: ConsideredOffer, _ rhs: ConsideredOffer, _ history: CustomerHistory) -> Bool? {
+        guard lhs.verdict.eligible, rhs.verdict.eligible, lhs.offer.type == .winBack, rhs.offer.type == .winBack,
+            lhs.product.groupId == rhs.product.groupId,
+            let apple = history.group(lhs.product.groupId).appleWinBackOfferIds,
+            let left = apple.firstIndex(of: lhs.offer.id), let right = apple.firstIndex(of: rhs.offer.id),
+            left != right
+        else { return nil }
+        return left < right
     }
 
     /// The total order: eligible first, then type priority, then larger saving (eligible only), then offer id.

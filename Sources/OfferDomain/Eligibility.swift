@@ -36,6 +36,8 @@ public enum ReasonCode: String, Sendable, Hashable, Codable, CaseIterable {
     case waitBetweenOffers = "wait_between_offers"
     /// A win-back offer without parameters (a catalog error): never offered. Win-back.
     case missingWinBackParameters = "missing_win_back_parameters"
+    /// Apple's renewal info lists the group's eligible win-back offers and this one is not among them. Win-back.
+    case notEligiblePerApple = "not_eligible_per_apple"
 }
 
 /// The decision for one offer: eligible exactly when `reasons` is empty.
@@ -112,6 +114,8 @@ public enum Eligibility {
     }
 
     static func winBack(_ offer: Offer, _ history: GroupHistory, at: Date) -> [ReasonCode] {
+        // Apple decides win-back eligibility: when it says, its list replaces our own rules (API.md §8).
+        if let apple = history.appleWinBackOfferIds { return apple.contains(offer.id) ? [] : [.notEligiblePerApple] }
         switch history.state {
         case .never: return [.noHistory]
         case .active: return [.notLapsed, .currentlySubscribed]

@@ -27,14 +27,18 @@ public struct Transaction: Sendable, Hashable, Codable {
     public var gracePeriodExpiresDate: Date?
     /// When the App Store revoked (refunded) this transaction, if it did.
     public var revocationDate: Date?
+    /// Access through Family Sharing (Apple's `inAppOwnershipType` `FAMILY_SHARED`): the customer did not pay, so
+    /// the time does not count as paid tenure.
+    public var familyShared: Bool = false
 
     /// Creates a transaction; `originalTransactionId` defaults to `transactionId`.
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, purchaseDate: Date,
         expiresDate: Date, offerType: OfferType? = nil, offerId: String? = nil, offerPaymentMode: PaymentMode? = nil,
         autoRenew: Bool = true, inBillingRetry: Bool = false, gracePeriodExpiresDate: Date? = nil,
-        revocationDate: Date? = nil
+        revocationDate: Date? = nil, familyShared: Bool = false
     ) {
+        self.familyShared = familyShared
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId ?? transactionId
         self.productId = productId
@@ -128,6 +132,15 @@ public struct GroupHistory: Sendable, Hashable, Codable {
     public var introOfferUsed: Bool
     /// Win-back redemptions, oldest first.
     public var winBackRedemptions: [WinBackRedemption]
+    /// Where the history came from (nil when `never`); see ``CustomerHistory/derive(records:policy:catalog:at:)``.
+    public var source: HistorySource?
+    /// The environment of the group's Apple data, if it has any.
+    public var environment: DataEnvironment?
+    /// The product the latest renewal info says renews next.
+    public var autoRenewProductId: String?
+    /// Apple's `eligibleWinBackOfferIds` from the latest renewal info, best first; nil when Apple sent none (then
+    /// our own win-back rules decide). When set, a win-back offer of the group is eligible exactly when listed.
+    public var appleWinBackOfferIds: [String]?
 
     /// A history with no transactions.
     public static func never(groupId: String) -> GroupHistory {
@@ -140,8 +153,13 @@ public struct GroupHistory: Sendable, Hashable, Codable {
     public init(
         groupId: String, state: GroupState, autoRenew: Bool?, activeProductId: String?, firstPurchaseDate: Date?,
         lastExpiresDate: Date?, lapsedAt: Date?, paidMonths: Int, introOfferUsed: Bool,
-        winBackRedemptions: [WinBackRedemption]
+        winBackRedemptions: [WinBackRedemption], source: HistorySource? = nil, environment: DataEnvironment? = nil,
+        autoRenewProductId: String? = nil, appleWinBackOfferIds: [String]? = nil
     ) {
+        self.source = source
+        self.environment = environment
+        self.autoRenewProductId = autoRenewProductId
+        self.appleWinBackOfferIds = appleWinBackOfferIds
         self.groupId = groupId
         self.state = state
         self.autoRenew = autoRenew
@@ -255,7 +273,7 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
 
     static func paidMonths(_ sorted: [Transaction], catalog: Catalog, at: Date) -> Int {
         var intervals: [(start: Date, end: Date)] = []
-        for transaction in sorted where !isFreeTrial(transaction, catalog: catalog) {
+        for transaction in sorted where !transaction.familyShared && !isFreeTrial(transaction, catalog: catalog) {
             let end = min(transaction.effectiveEnd(at: at), at)
             if end > transaction.purchaseDate { intervals.append((transaction.purchaseDate, end)) }
         }

@@ -3,12 +3,14 @@ import Postgres
 import Synchronization
 
 /// A change to stored data that other gateway processes may hold cached, as announced by the database itself
-/// (triggers `NOTIFY` on every write, whichever process made it; see migrations 0001 and 0002).
+/// (triggers `NOTIFY` on every write, whichever process made it; see migrations 0001, 0002 and 0003).
 public enum StoreChange: Sendable, Hashable {
-    /// The tenant's catalog (groups, products, offers) or its signing keys changed. One announcement stands for
-    /// both (the schema does not tell them apart, and gateways of different versions share a database): drop both.
+    /// The tenant's catalog (groups, products, offers), its signing keys or its settings (`tenants.update`: app
+    /// Apple id, Sandbox/Xcode flags; migration 0003) changed. One announcement stands for all (the schema does not
+    /// tell them apart, and gateways of different versions share a database): drop them all.
     case catalogOrSigningKeys(tenant: UUID)
-    /// The subscription history of one customer of the tenant changed.
+    /// The subscription history of one customer of the tenant changed: recorded transactions, or Apple's data
+    /// (transactions and renewal infos, including ones a link just gave them).
     case customer(tenant: UUID, customerId: String)
     /// Changes may have gone unseen: drop everything cached.
     case mayHaveMissedChanges(MissedChangesReason)

@@ -8,8 +8,20 @@ public struct TenantRecord: Sendable, Hashable {
     public var bundleId: String
     public var name: String?
     public var createdAt: Date
+    /// The app's Apple id (App Store Connect), checked against Apple's signed data when set.
+    public var appAppleId: Int64?
+    /// Whether Apple's Sandbox data is accepted (verified like Production).
+    public var allowSandbox: Bool
+    /// Whether Xcode/LocalTesting data (not signed by Apple) is accepted: development tenants only.
+    public var allowXcode: Bool
 
-    public init(id: UUID, slug: String, bundleId: String, name: String?, createdAt: Date) {
+    public init(
+        id: UUID, slug: String, bundleId: String, name: String?, createdAt: Date, appAppleId: Int64? = nil,
+        allowSandbox: Bool = false, allowXcode: Bool = false
+    ) {
+        self.appAppleId = appAppleId
+        self.allowSandbox = allowSandbox
+        self.allowXcode = allowXcode
         self.id = id
         self.slug = slug
         self.bundleId = bundleId
@@ -51,7 +63,7 @@ public struct TenantRepository: Sendable {
                 let rows = try await tx.query(
                     """
                     INSERT INTO tenants (slug, bundle_id, name) VALUES (\(slug), \(bundleId), \(name))
-                    RETURNING tenant_id, slug, bundle_id, name, created_at
+                    RETURNING \(query: .unsafeRaw(Self.columns))
                     """)
                 guard let row = rows.first else { throw StoreError.corrupt("INSERT returned no tenant") }
                 let tenant = try Self.decode(row)
@@ -70,14 +82,15 @@ public struct TenantRepository: Sendable {
 
     public func list() async throws(StoreError) -> [TenantRecord] {
         try await storeCall {
-            try await pool.query("SELECT tenant_id, slug, bundle_id, name, created_at FROM tenants ORDER BY slug").map(Self.decode)
+            try await pool.query("SELECT \(query: .unsafeRaw(Self.columns)) FROM tenants ORDER BY slug")
+                .map(Self.decode)
         }
     }
 
     public func find(slug: String) async throws(StoreError) -> TenantRecord? {
         try await storeCall {
             try await pool.query(
-                "SELECT tenant_id, slug, bundle_id, name, created_at FROM tenants WHERE slug = \(slug)", prepared: true
+                "SELECT \(query: .unsafeRaw(Self.columns)) FROM tenants WHERE slug = \(slug)", prepared: true
             ).first.map(Self.decode)
         }
     }
@@ -87,12 +100,13 @@ public struct TenantRepository: Sendable {
         try await storeCall {
             let rows = try await pool.query(
                 """
-                SELECT t.tenant_id, t.slug, t.bundle_id, t.name, t.created_at, k.key_hash
+                SELECT t.tenant_id, t.slug, t.bundle_id, t.name, t.created_at, t.app_apple_id, t.allow_sandbox,
+                       t.allow_xcode, k.key_hash
                 FROM api_keys k JOIN tenants t USING (tenant_id)
                 WHERE k.lookup = \(lookup) AND k.revoked_at IS NULL
                 """, prepared: true)
             guard let row = rows.first else { return nil }
-            return (try Self.decode(row), try row.decode([UInt8].self, at: 5))
+            return (try Self.decode(row), try row.decode([UInt8].self, at: 8))
         }
     }
 
@@ -113,9 +127,58 @@ public struct TenantRepository: Sendable {
         }
     }
 
+    /// The tenant with this id, as stored now.
+    public func find(id: UUID) async throws(StoreError) -> TenantRecord? {
+        try await storeCall {
+            try await pool.query(
+                "SELECT \(query: .unsafeRaw(Self.columns)) FROM tenants WHERE tenant_id = \(id)", prepared: true
+            ).first.map(Self.decode)
+        }
+    }
+
+    /// The settings `tenants.update` may change; nil leaves a field as it is.
+    public struct Update: Sendable, Hashable {
+        public var name: String?
+        public var appAppleId: Int64?
+        public var allowSandbox: Bool?
+        public var allowXcode: Bool?
+
+        public init(name: String? = nil, appAppleId: Int64? = nil, allowSandbox: Bool? = nil, allowXcode: Bool? = nil) {
+            self.name = name
+            self.appAppleId = appAppleId
+            self.allowSandbox = allowSandbox
+            self.allowXcode = allowXcode
+        }
+    }
+
+    /// Changes a tenant's settings and returns it as stored. The update announces itself on the change feed
+    /// (`catalogOrSigningKeys`, migration 0003), so every gateway drops what it cached of the tenant.
+    public func update(tenant: UUID, _ update: Update) async throws(StoreError) -> TenantRecord {
+        try await storeCall {
+            try await pool.withTransaction { tx in
+                let rows = try await tx.query(
+                    """
+                    UPDATE tenants SET name = COALESCE(\(update.name), name),
+                        app_apple_id = COALESCE(\(update.appAppleId), app_apple_id),
+                        allow_sandbox = COALESCE(\(update.allowSandbox), allow_sandbox),
+                        allow_xcode = COALESCE(\(update.allowXcode), allow_xcode)
+                    WHERE tenant_id = \(tenant)
+                    RETURNING \(query: .unsafeRaw(Self.columns))
+                    """)
+                guard let row = rows.first else { throw StoreError.notFound("tenant") }
+                try await Audit.record(tx, tenant: tenant, actor: "admin", action: "tenant.update")
+                return try Self.decode(row)
+            }
+        }
+    }
+
+    static let columns = "tenant_id, slug, bundle_id, name, created_at, app_apple_id, allow_sandbox, allow_xcode"
+
     static func decode(_ row: PostgresRow) throws -> TenantRecord {
-        let (id, slug, bundleId, name, createdAt) = try row.decode(
-            UUID.self, String.self, String.self, String?.self, Date.self)
-        return TenantRecord(id: id, slug: slug, bundleId: bundleId, name: name, createdAt: createdAt)
+        let (id, slug, bundleId, name, createdAt, appAppleId, sandbox, xcode) = try row.decode(
+            UUID.self, String.self, String.self, String?.self, Date.self, Int64?.self, Bool.self, Bool.self)
+        return TenantRecord(
+            id: id, slug: slug, bundleId: bundleId, name: name, createdAt: createdAt, appAppleId: appAppleId,
+            allowSandbox: sandbox, allowXcode: xcode)
     }
 }

@@ -52,6 +52,10 @@ let serveSpec = CommandSpec(
             "statement-timeout", "MS",
             "Longest a database statement may run before the server stops it, in milliseconds (0: no limit).",
             default: "30000"),
+        .option(
+            "apple-root-cert", "FILE",
+            "Also trust this root (PEM or DER) for Apple's signed data, besides the built-in Apple Root CA - G3.",
+            repeatable: true),
         .option("shutdown-grace", "SECONDS", "How long in-flight requests may take at shutdown.", default: "10"),
         .option("log-level", "LEVEL", "debug, info, warning or error.", environment: "OFFERGATE_LOG_LEVEL", default: "info"),
         .flag("quiet-requests", "Log each request at debug instead of info level."),
@@ -126,6 +130,28 @@ func runMigrate(_ command: ParsedCommand) async throws -> Int32 {
     return ExitStatus.success.rawValue
 }
 
+/// The process's one verifier of Apple's signed data: the built-in root plus every `--apple-root-cert` file. A file
+/// that cannot be read or holds no certificate is a usage error (exit 64), so a typo never starts a gateway that
+/// silently rejects every notification.
+func appleVerifier(rootFiles: [String], command: ParsedCommand) throws -> AppleSignedDataVerifier {
+    var roots: [[UInt8]] = []
+    for path in rootFiles {
+        guard let contents = FileManager.default.contents(atPath: path) else {
+            throw UsageError("--apple-root-cert: cannot read \(path)", command: command.path)
+        }
+        do {
+            roots += try AppleRootCertificateFile.certificates(fromFileContents: [UInt8](contents))
+        } catch {
+            throw UsageError("--apple-root-cert: \(path) holds no usable certificate (\(error))", command: command.path)
+        }
+    }
+    do {
+        return try AppleSignedDataVerifier(additionalRoots: roots)
+    } catch {
+        throw UsageError("--apple-root-cert: \(error)", command: command.path)
+    }
+}
+
 func runServe(_ command: ParsedCommand) async throws -> Int32 {
     let stdio = command.flag("stdio")
     let addresses = try command.values("listen").map { text in
@@ -151,6 +177,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     options.rateLimit = Double(try command.integer("rate-limit", in: 0...10_000_000) ?? 0)
     options.rateBurst = Double(try command.integer("rate-burst", in: 1...10_000_000) ?? Int(options.rateLimit))
     options.logRequests = !command.flag("quiet-requests")
+    options.appleVerifier = try appleVerifier(rootFiles: command.values("apple-root-cert"), command: command)
     let logger = try makeLogger(command)
 
     // Which database, and where the keys come from: decided by StartupPlan, performed here.

@@ -249,11 +249,12 @@ struct EligibilityTests {
 
     @Test("reason codes are snake_case and stable")
     func reasonCodes() {
-        #expect(ReasonCode.allCases.count == 17)
+        #expect(ReasonCode.allCases.count == 18)
         for code in ReasonCode.allCases {
             #expect(code.rawValue.allSatisfy { $0.isLowercase || $0 == "_" }, "\(code)")
         }
         #expect(ReasonCode.lapsedTooLongAgo.rawValue == "lapsed_too_long_ago")
+        #expect(ReasonCode.notEligiblePerApple.rawValue == "not_eligible_per_apple")
         #expect(ReasonCode.waitBetweenOffers.rawValue == "wait_between_offers")
     }
 }

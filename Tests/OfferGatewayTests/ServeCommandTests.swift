@@ -62,7 +62,11 @@ struct ServeCommandTests {
             // The migrate command, then serve (which would migrate too, idempotently).
             let migrate = try await Self.run(["migrate"], environment: env)
             #expect(migrate.status == 0, "stderr: \(migrate.stderr)")
-            let outcome = try await Self.run(["serve", "--stdio"], input: Self.health, environment: env)
+            // An extra root for Apple's signed data (here Apple's own, as DER) is accepted.
+            let root = PackagePaths.root.appendingPathComponent(
+                "Tests/OfferCryptoTests/Fixtures/AppleSignedData/AppleRootCA-G3.cer").path
+            let outcome = try await Self.run(
+                ["serve", "--stdio", "--apple-root-cert", root], input: Self.health, environment: env)
             #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
             let result = try #require(try Self.healthResponse(outcome.stdout)["result"] as? [String: Any])
             #expect(result["database"] as? String == "ok")
@@ -94,6 +98,11 @@ struct ServeCommandTests {
         (["serve", "--listen", "http://x"], "--listen"),
         (["serve", "--stdio", "--pool-size", "0"], "--pool-size"),
         (["frobnicate"], "unknown command 'frobnicate'"),
+        (["serve", "--stdio", "--apple-root-cert", "/nonexistent/root.pem"], "--apple-root-cert: cannot read"),
+        (
+            ["serve", "--stdio", "--apple-root-cert", PackagePaths.root.appendingPathComponent("Package.swift").path],
+            "holds no usable certificate"
+        ),
     ])
     func usageErrorsExit64(arguments: [String], message: String) async throws {
         let outcome = try await Self.run(arguments)
@@ -110,7 +119,8 @@ struct ServeCommandTests {
         let serve = try await Self.run(["serve", "--help"])
         #expect(serve.status == 0)
         for flag in ["--stdio", "--listen", "--database-url", "--data-dir", "--max-connections", "--idle-timeout",
-                     "--max-in-flight", "--frame-limit", "--rate-limit", "--pool-size", "--shutdown-grace"] {
+                     "--max-in-flight", "--frame-limit", "--rate-limit", "--pool-size", "--shutdown-grace",
+                     "--apple-root-cert"] {
             #expect(serve.stdout.contains(flag), "serve --help lacks \(flag)")
         }
     }

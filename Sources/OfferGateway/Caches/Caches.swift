@@ -16,31 +16,42 @@ struct CustomerKey: Hashable, Sendable {
     let customerId: String
 }
 
-/// One customer's recorded transactions as loaded at one time. A reference: whoever holds one can tell a reload
-/// (a new snapshot) from the same data (`===`), which is how `DecisionMemo` knows a decision's inputs are current.
+/// Everything stored about one customer (recorded transactions and Apple's verified data) as loaded at one time.
+/// A reference: whoever holds one can tell a reload (a new snapshot) from the same data (`===`), which is how
+/// `DecisionMemo` knows a decision's inputs are current.
 final class TransactionsSnapshot: Sendable {
-    let transactions: [Transaction]
+    let records: CustomerRecords
 
-    init(_ transactions: [Transaction]) {
-        self.transactions = transactions
+    init(_ records: CustomerRecords) {
+        self.records = records
     }
+
+    /// Recorded transactions only (`subscriptions.record`).
+    var transactions: [Transaction] { records.recorded }
 }
 
-/// Customers' recorded transactions, served from memory (bounded; oldest dropped first), dropped on every change
-/// to a customer's transactions, here or in another process (NOTIFY `offergate_customer`).
+/// Customers' records, served from memory (bounded; oldest dropped first), dropped on every change to a customer's
+/// recorded transactions or Apple data, here or in another process (NOTIFY `offergate_customer`).
 final class CustomerCache: Sendable {
     private let repository: SubscriptionRepository
+    private let apple: AppleDataRepository
     private let cache: KeyedCache<CustomerKey, TransactionsSnapshot>
 
-    init(repository: SubscriptionRepository, capacity: Int) {
+    init(repository: SubscriptionRepository, apple: AppleDataRepository, capacity: Int) {
         self.repository = repository
+        self.apple = apple
         self.cache = KeyedCache(capacity: max(capacity, 1))
     }
 
     func snapshot(_ tenant: UUID, _ customerId: String) async throws -> TransactionsSnapshot {
-        let repository = repository
+        let (repository, apple) = (repository, apple)
         return try await cache.value(for: CustomerKey(tenant: tenant, customerId: customerId)) {
-            TransactionsSnapshot(try await repository.transactions(tenant: tenant, customerId: customerId))
+            async let recorded = repository.transactions(tenant: tenant, customerId: customerId)
+            let appleData = try await apple.customerData(tenant: tenant, customerId: customerId)
+            return TransactionsSnapshot(
+                CustomerRecords(
+                    recorded: try await recorded, appleTransactions: appleData.transactions,
+                    appleRenewals: appleData.renewals))
         }
     }
 
@@ -57,28 +68,43 @@ final class CustomerCache: Sendable {
 }
 
 /// A tenant's catalog as loaded at one time (a reference, like ``TransactionsSnapshot``), with its best-offer
-/// ranking computed once per load.
+/// ranking computed once per load, and the tenant's settings as stored at that time (`tenants.update` announces
+/// itself like a catalog change, so a snapshot's settings are as current as its catalog).
 final class CatalogSnapshot: Sendable {
     let ranked: RankedCatalog
+    /// The tenant as stored when the catalog was loaded (nil only for a tenant that does not exist).
+    let tenant: TenantRecord?
     var catalog: Catalog { ranked.catalog }
 
-    init(_ catalog: Catalog) {
+    init(_ catalog: Catalog, tenant: TenantRecord? = nil) {
         self.ranked = RankedCatalog(catalog)
+        self.tenant = tenant
+    }
+
+    /// Which non-Production environments decisions may use for this tenant.
+    var policy: EnvironmentPolicy {
+        EnvironmentPolicy(allowSandbox: tenant?.allowSandbox ?? false, allowXcode: tenant?.allowXcode ?? false)
     }
 }
 
-/// Each tenant's catalog, served from memory.
+/// Each tenant's catalog (and current settings), served from memory.
 final class CatalogCache: Sendable {
     private let repository: CatalogRepository
+    private let tenants: TenantRepository
     private let cache = TenantCache<CatalogSnapshot>()
 
-    init(repository: CatalogRepository) {
+    init(repository: CatalogRepository, tenants: TenantRepository) {
         self.repository = repository
+        self.tenants = tenants
     }
 
     func snapshot(_ tenant: UUID) async throws -> CatalogSnapshot {
-        let repository = repository
-        return try await cache.value(for: tenant) { CatalogSnapshot(try await repository.load(tenant: tenant)) }
+        let (repository, tenants) = (repository, tenants)
+        return try await cache.value(for: tenant) {
+            // The settings are read first: a change between the two reads invalidates this entry again.
+            let record = try await tenants.find(id: tenant)
+            return CatalogSnapshot(try await repository.load(tenant: tenant), tenant: record)
+        }
     }
 
     /// The snapshot in memory, if any (no database access).
@@ -132,7 +158,8 @@ final class SignerCache: Sendable {
     func invalidateAll() { cache.invalidateAll() }
 }
 
-/// Tenants by slug. Tenants are never renamed or deleted, so found tenants are kept.
+/// Tenants by slug. Tenants are never renamed or deleted, so found tenants are kept until their settings change
+/// (`tenants.update`, announced on the change feed as a catalog change of the tenant).
 final class TenantDirectory: Sendable {
     private let repository: TenantRepository
     private let bySlug = Mutex<[String: TenantRecord]>([:])
@@ -150,6 +177,13 @@ final class TenantDirectory: Sendable {
         bySlug.withLock { $0[slug] = tenant }
         return tenant
     }
+
+    /// Forgets a tenant (its settings changed, here or in another process).
+    func invalidate(_ tenant: UUID) {
+        bySlug.withLock { known in known = known.filter { $0.value.id != tenant } }
+    }
+
+    func invalidateAll() { bySlug.withLock { $0.removeAll() } }
 }
 
 /// The campaign behind each custom (vanity) code. A code never changes campaign, and the parts of a campaign that
@@ -190,9 +224,10 @@ final class GatewayCaches: Sendable {
 
     init(database: OfferDatabase, sealer: KeySealer, options: GatewayOptions) {
         tenants = TenantDirectory(repository: database.tenants)
-        catalogs = CatalogCache(repository: database.catalog)
+        catalogs = CatalogCache(repository: database.catalog, tenants: database.tenants)
         signers = SignerCache(repository: database.signingKeys, sealer: sealer)
-        customers = CustomerCache(repository: database.subscriptions, capacity: options.customerCacheSize)
+        customers = CustomerCache(
+            repository: database.subscriptions, apple: database.appleData, capacity: options.customerCacheSize)
         decisions = DecisionMemo(capacity: options.decisionMemoSize)
     }
 
@@ -207,8 +242,10 @@ final class GatewayCaches: Sendable {
         return try await (catalog, transactions)
     }
 
-    /// Drops one tenant's catalog and signer (remembered answers over the old catalog are never served again).
+    /// Drops one tenant's catalog, settings and signer (remembered answers over the old catalog are never served
+    /// again).
     func invalidate(tenant: UUID) {
+        tenants.invalidate(tenant)
         catalogs.invalidate(tenant)
         signers.invalidate(tenant)
     }
@@ -220,6 +257,7 @@ final class GatewayCaches: Sendable {
 
     /// Drops everything that can change (after the change feed may have missed events).
     func invalidateAll() {
+        tenants.invalidateAll()
         catalogs.invalidateAll()
         signers.invalidateAll()
         customers.invalidateAll()

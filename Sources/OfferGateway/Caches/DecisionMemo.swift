@@ -51,7 +51,8 @@ final class DecisionMemo: Sendable {
     ) {
         guard enabled else { return }
         let until = DecisionHorizon.next(
-            after: madeAt, transactions: transactions.transactions, catalog: catalog.catalog)
+            after: madeAt, transactions: transactions.records.effective(catalog.policy).transactions,
+            catalog: catalog.catalog)
         answers.put(
             Answer(catalog: catalog, transactions: transactions, madeAt: madeAt, until: until, response: response),
             for: key)

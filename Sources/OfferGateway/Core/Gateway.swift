@@ -36,7 +36,8 @@ public final class Gateway: RPCHandler {
     }
 
     static var allMethods: [MethodSpec] {
-        SystemMethods.all + SessionMethods.all + TenantMethods.all + KeyMethods.all + CatalogMethods.all
+        SystemMethods.all + SessionMethods.all + TenantMethods.all + AppleMethods.all + KeyMethods.all
+            + CatalogMethods.all
             + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all
     }
 

@@ -20,6 +20,10 @@ public struct GatewayOptions: Sendable {
     /// Where nonces come from (by default a fresh v4 UUID from OpenSSL's CSPRNG, buffered per thread: Foundation's
     /// `UUID()` opens `/dev/urandom` on every call on Linux).
     public var nonce: @Sendable () -> UUID = { UUID.secureRandom() }
+    /// The one verifier of Apple's signed data of this process (its verified-chain cache is shared by every
+    /// connection); nil: one trusting only the built-in Apple Root CA - G3. `offergate serve --apple-root-cert FILE`
+    /// adds roots; tests pass one trusting their own CA.
+    public var appleVerifier: AppleSignedDataVerifier?
 
     public init(adminKey: String? = nil) {
         self.adminKey = adminKey

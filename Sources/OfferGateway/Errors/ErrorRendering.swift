@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import OfferCrypto
 import OfferDomain
 import OfferStore
 
@@ -33,6 +34,18 @@ extension RPCError: RenderableError {
 
 extension Campaign.Refusal: RenderableError {
     var rpcError: RPCError { GatewayError.refused(self).rpcError }
+    var failureDetail: String? { nil }
+}
+
+/// -32060: Apple's signed data was rejected; `data.reason` is the verifier's reason (API.md §7). The message names
+/// the failed step only: the verifier's context and OpenSSL's errors stay out of replies (and out of the log: the
+/// client sent the data).
+extension AppleSignedDataError: RenderableError {
+    var rpcError: RPCError {
+        RPCError(
+            code: -32060, message: "Apple signed data rejected: \(reason.rawValue)", reason: reason.rawValue,
+            retryable: false)
+    }
     var failureDetail: String? { nil }
 }
 

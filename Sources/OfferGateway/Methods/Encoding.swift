@@ -45,6 +45,20 @@ enum Wire {
                 h.winBackRedemptions.map {
                     ["offerId": .string($0.offerId), "startedAt": date($0.startedAt), "endedAt": date($0.endedAt)]
                 }),
+            "source": h.source.map { .string($0.rawValue) } ?? .null,
+            "environment": h.environment.map { .string($0.rawValue) } ?? .null,
+            "autoRenewProductId": h.autoRenewProductId.map { .string($0) } ?? .null,
+            "eligibleWinBackOfferIds": h.appleWinBackOfferIds.map { .array($0.map { .string($0) }) } ?? .null,
+        ]
+    }
+
+    /// A tenant as `tenants.list` and `tenants.update` show it.
+    static func tenant(_ tenant: TenantRecord) -> JSONValue {
+        [
+            "slug": .string(tenant.slug), "bundleId": .string(tenant.bundleId),
+            "createdAt": date(tenant.createdAt), "name": tenant.name.map { .string($0) } ?? .null,
+            "appAppleId": tenant.appAppleId.map { .int(Int($0)) } ?? .null, "allowSandbox": .bool(tenant.allowSandbox),
+            "allowXcode": .bool(tenant.allowXcode),
         ]
     }
 

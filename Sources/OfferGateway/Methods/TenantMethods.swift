@@ -17,14 +17,13 @@ enum TenantMethods {
         MethodSpec(name: "tenants.list", access: .admin) { ctx in
             let tenants = try await ctx.services.tenants.list()
             return [
-                "tenants": .array(
-                    tenants.map { tenant in
-                        [
-                            "slug": .string(tenant.slug), "bundleId": .string(tenant.bundleId),
-                            "createdAt": Wire.date(tenant.createdAt), "name": tenant.name.map { .string($0) } ?? .null,
-                        ]
-                    })
+                "tenants": .array(tenants.map(Wire.tenant))
             ]
+        },
+        MethodSpec(name: "tenants.update", access: .admin) { ctx in
+            let request = try ctx.params(TenantService.UpdateRequest.self)
+            let tenant = try await ctx.services.tenants.update(request, tenant: try await ctx.namedTenant())
+            return Wire.tenant(tenant)
         },
         MethodSpec(name: "tenants.rotateApiKey", access: .admin) { ctx in
             _ = try ctx.params(TenantParam.self)

@@ -6,6 +6,8 @@ import OfferStore
 /// The other services ask this one for a customer's history; none derives it itself.
 struct CustomerService: Sendable {
     let repository: SubscriptionRepository
+    /// For the links `subscriptions.record` makes from `originalTransactionId` (API.md §8).
+    let apple: AppleDataRepository
     let caches: GatewayCaches
     let clock: @Sendable () -> Date
 
@@ -42,6 +44,15 @@ struct CustomerService: Sendable {
         let customerId = try Validate.customerId(request.customerId)
         let transaction = try Self.transaction(request)
         try await repository.record(tenant: tenant.id, customerId: customerId, transaction)
+        if request.originalTransactionId != nil {
+            // The chain is the customer's: Apple data kept unlinked for it is theirs now. A chain linked to another
+            // customer already stays so (recorded data never moves Apple's).
+            do {
+                _ = try await apple.link(
+                    tenant: tenant.id, originalTransactionId: transaction.originalTransactionId, customerId: customerId)
+            } catch .conflict {
+            }
+        }
         // Other processes hear of it through the change feed; this one must not wait for that.
         caches.invalidate(tenant: tenant.id, customerId: customerId)
         return transaction.transactionId
@@ -59,7 +70,8 @@ struct CustomerService: Sendable {
         let (catalog, transactions) = try await caches.inputs(tenant: tenant, customerId: customerId)
         return (
             catalog.catalog,
-            CustomerHistory.derive(transactions: transactions.transactions, catalog: catalog.catalog, at: at)
+            CustomerHistory.derive(
+                records: transactions.records, policy: catalog.policy, catalog: catalog.catalog, at: at)
         )
     }
 

@@ -87,7 +87,8 @@ struct OfferService: Sendable {
         if let known = caches.decisions.answer(memoKey, catalog: catalogSnapshot, transactions: transactions, at: at) {
             return known
         }
-        let history = CustomerHistory.derive(transactions: transactions.transactions, catalog: catalog, at: at)
+        let history = CustomerHistory.derive(
+            records: transactions.records, policy: catalogSnapshot.policy, catalog: catalog, at: at)
         let result = try Self.domain {
             try BestOffer.choose(scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at)
         }

@@ -15,6 +15,7 @@ struct Services: Sendable {
     let codes: CodeService
     let campaigns: CampaignService
     let system: SystemService
+    let apple: AppleDataService
     let caches: GatewayCaches
     /// Group commit of code redemptions (one owner per campaign).
     let redemptions: RedemptionCoordinator
@@ -25,14 +26,15 @@ struct Services: Sendable {
     ) {
         let caches = GatewayCaches(database: database, sealer: sealer, options: options)
         let clock = options.clock
-        let customers = CustomerService(repository: database.subscriptions, caches: caches, clock: clock)
+        let customers = CustomerService(
+            repository: database.subscriptions, apple: database.appleData, caches: caches, clock: clock)
         let redemptions = RedemptionCoordinator(repository: database.campaigns, clock: clock)
         self.caches = caches
         self.redemptions = redemptions
         self.clock = clock
         self.customers = customers
         tenants = TenantService(
-            repository: database.tenants, directory: caches.tenants,
+            repository: database.tenants, caches: caches,
             adminKeyDigest: options.adminKey.flatMap { $0.isEmpty ? nil : SHA256.hash($0) }, logger: logger)
         keys = KeyService(repository: database.signingKeys, sealer: sealer, caches: caches, logger: logger)
         catalog = CatalogService(repository: database.catalog, caches: caches, clock: clock, logger: logger)
@@ -44,5 +46,8 @@ struct Services: Sendable {
             clock: clock)
         campaigns = CampaignService(repository: database.campaigns, caches: caches, clock: clock, logger: logger)
         system = SystemService(database: database, caches: caches, stats: stats, version: options.version)
+        apple = AppleDataService(
+            repository: database.appleData, caches: caches,
+            verifier: options.appleVerifier ?? AppleDataService.builtInVerifier)
     }
 }

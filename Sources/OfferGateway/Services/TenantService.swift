@@ -5,7 +5,8 @@ import OfferStore
 /// Tenants: creating them, their API keys, and who a presented key speaks for.
 struct TenantService: Sendable {
     let repository: TenantRepository
-    let directory: TenantDirectory
+    let caches: GatewayCaches
+    var directory: TenantDirectory { caches.tenants }
     /// SHA-256 of the operators' key; nil when admin methods are off.
     let adminKeyDigest: [UInt8]?
     let logger: Logger
@@ -34,6 +35,32 @@ struct TenantService: Sendable {
             slug: request.slug, bundleId: bundleId, name: request.name, apiKey: stored)
         logger.info("tenant created", ["tenant": tenant.slug])
         return Created(tenant: tenant, apiKey: key)
+    }
+
+    struct UpdateRequest: Decodable, Sendable {
+        let tenant: String
+        let name: String?
+        let appAppleId: Int64?
+        let allowSandbox: Bool?
+        let allowXcode: Bool?
+    }
+
+    /// Changes a tenant's settings. Every gateway sees them at once: this one drops its copies here, the others when
+    /// the change feed announces the update (migration 0003 makes it a catalog change of the tenant).
+    func update(_ request: UpdateRequest, tenant: TenantRecord) async throws -> TenantRecord {
+        if let name = request.name { _ = try Validate.identifier(name, param: "params.name") }
+        if let id = request.appAppleId, id <= 0 {
+            throw GatewayError.invalidParams(
+                param: "params.appAppleId", message: "appAppleId is a positive integer", reason: "invalid_value")
+        }
+        let updated = try await repository.update(
+            tenant: tenant.id,
+            TenantRepository.Update(
+                name: request.name, appAppleId: request.appAppleId, allowSandbox: request.allowSandbox,
+                allowXcode: request.allowXcode))
+        caches.invalidate(tenant: tenant.id)
+        logger.info("tenant updated", ["tenant": tenant.slug])
+        return updated
     }
 
     func list() async throws -> [TenantRecord] {

@@ -1,0 +1,419 @@
+import Foundation
+import OfferDomain
+import Postgres
+
+/// A verified transaction to store: the facts decisions use, the rest of what Apple said, and the raw JWS.
+public struct StoredAppleTransaction: Sendable, Hashable {
+    public var facts: AppleTransactionFacts
+    /// Lowercased.
+    public var appAccountToken: String?
+    public var subscriptionGroupId: String?
+    public var originalPurchaseDate: Date?
+    public var offerDiscountType: String?
+    public var offerPeriod: String?
+    public var inAppOwnershipType: String?
+    public var revocationReason: Int32?
+    public var revocationType: String?
+    public var transactionType: String?
+    /// False for Xcode/LocalTesting data, which Apple does not sign.
+    public var verifiedByApple: Bool
+    public var jws: String
+
+    public init(
+        facts: AppleTransactionFacts, appAccountToken: String?, subscriptionGroupId: String?,
+        originalPurchaseDate: Date?, offerDiscountType: String?, offerPeriod: String?, inAppOwnershipType: String?,
+        revocationReason: Int32?, revocationType: String?, transactionType: String?, verifiedByApple: Bool,
+        jws: String
+    ) {
+        self.facts = facts
+        self.appAccountToken = appAccountToken
+        self.subscriptionGroupId = subscriptionGroupId
+        self.originalPurchaseDate = originalPurchaseDate
+        self.offerDiscountType = offerDiscountType
+        self.offerPeriod = offerPeriod
+        self.inAppOwnershipType = inAppOwnershipType
+        self.revocationReason = revocationReason
+        self.revocationType = revocationType
+        self.transactionType = transactionType
+        self.verifiedByApple = verifiedByApple
+        self.jws = jws
+    }
+}
+
+/// A verified renewal info to store.
+public struct StoredAppleRenewal: Sendable, Hashable {
+    public var facts: AppleRenewalFacts
+    /// Lowercased.
+    public var appAccountToken: String?
+    public var expirationIntent: Int32?
+    public var renewalDate: Date?
+    public var verifiedByApple: Bool
+    public var jws: String
+
+    public init(
+        facts: AppleRenewalFacts, appAccountToken: String?, expirationIntent: Int32?, renewalDate: Date?,
+        verifiedByApple: Bool, jws: String
+    ) {
+        self.facts = facts
+        self.appAccountToken = appAccountToken
+        self.expirationIntent = expirationIntent
+        self.renewalDate = renewalDate
+        self.verifiedByApple = verifiedByApple
+        self.jws = jws
+    }
+}
+
+/// A verified notification to store (its nested data goes in the batch's transactions and renewals).
+public struct StoredAppleNotification: Sendable, Hashable {
+    public var notificationUUID: UUID
+    public var notificationType: String
+    public var subtype: String?
+    public var environment: DataEnvironment
+    public var signedDate: Date
+    public var jws: String
+
+    public init(
+        notificationUUID: UUID, notificationType: String, subtype: String?, environment: DataEnvironment,
+        signedDate: Date, jws: String
+    ) {
+        self.notificationUUID = notificationUUID
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.environment = environment
+        self.signedDate = signedDate
+        self.jws = jws
+    }
+}
+
+/// What one call stores, atomically.
+public struct AppleIngestBatch: Sendable, Hashable {
+    public var notification: StoredAppleNotification?
+    public var transactions: [StoredAppleTransaction]
+    public var renewals: [StoredAppleRenewal]
+    /// Links every chain of the batch without an `appAccountToken` to this customer (appstore.transactions).
+    public var customerId: String?
+
+    public init(
+        notification: StoredAppleNotification? = nil, transactions: [StoredAppleTransaction] = [],
+        renewals: [StoredAppleRenewal] = [], customerId: String? = nil
+    ) {
+        self.notification = notification
+        self.transactions = transactions
+        self.renewals = renewals
+        self.customerId = customerId
+    }
+}
+
+/// What an ingestion changed.
+public struct AppleIngestOutcome: Sendable, Hashable {
+    /// The notification was stored already: nothing was changed.
+    public var duplicateNotification: Bool
+    /// Records (transactions and renewal infos) stored or moved forward.
+    public var applied: Int
+    /// Records that changed nothing (the same or newer data was stored already).
+    public var duplicates: Int
+    /// The customers the batch's records belong to, sorted; records without one are kept unlinked.
+    public var customers: [String]
+}
+
+/// Apple's verified data (migration 0003): transactions, renewal infos, notifications and customer links.
+///
+/// Every write to one subscription chain (`originalTransactionId`) takes a transaction-scoped advisory lock on
+/// (tenant, chain), in a fixed order, so a link and data arriving for the same chain at once never leave data
+/// unlinked. Renewal infos and transactions only move forward by their own `signedDate`.
+public struct AppleDataRepository: Sendable {
+    let pool: PostgresPool
+
+    /// Stores a batch in one database transaction. A notification already stored makes the whole call a
+    /// duplicate (nothing written). Throws `.conflict` when `batch.customerId` would move a chain linked to
+    /// another customer.
+    public func ingest(tenant: UUID, _ batch: AppleIngestBatch) async throws(StoreError) -> AppleIngestOutcome {
+        try await storeCall {
+            try await pool.withTransaction { tx in
+                try await Self.ingest(tx, tenant: tenant, batch)
+            }
+        }
+    }
+
+    private static func ingest(_ tx: PostgresTransaction, tenant: UUID, _ batch: AppleIngestBatch) async throws
+        -> AppleIngestOutcome
+    {
+        let chains = Set(batch.transactions.map(\.facts.originalTransactionId))
+            .union(batch.renewals.map(\.facts.originalTransactionId)).sorted()
+        for chain in chains { try await lock(tx, tenant: tenant, chain: chain) }
+        if let n = batch.notification {
+            let first = batch.transactions.first?.facts
+            let inserted = try await tx.query(
+                """
+                INSERT INTO apple_notifications
+                    (tenant_id, notification_uuid, notification_type, subtype, environment, transaction_id,
+                     original_transaction_id, signed_date, jws)
+                VALUES (\(tenant), \(n.notificationUUID), \(n.notificationType), \(n.subtype),
+                        \(n.environment.rawValue), \(first?.transactionId),
+                        \(first?.originalTransactionId ?? batch.renewals.first?.facts.originalTransactionId),
+                        \(n.signedDate), \(n.jws))
+                ON CONFLICT (tenant_id, notification_uuid) DO NOTHING
+                RETURNING 1
+                """)
+            if inserted.isEmpty {
+                return AppleIngestOutcome(duplicateNotification: true, applied: 0, duplicates: 0, customers: [])
+            }
+        }
+        var customerOfChain: [String: String] = [:]
+        if let customerId = batch.customerId {
+            for chain in chains
+            where !batch.transactions.contains(where: {
+                $0.facts.originalTransactionId == chain && $0.appAccountToken != nil
+            }) {
+                _ = try await link(tx, tenant: tenant, chain: chain, customerId: customerId)
+                customerOfChain[chain] = customerId
+            }
+        }
+        var applied = 0
+        var duplicates = 0
+        var customers: Set<String> = []
+        for t in batch.transactions {
+            let chain = t.facts.originalTransactionId
+            var customer = t.appAccountToken
+            if let token = customer {
+                try await tx.query(
+                    """
+                    INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
+                    VALUES (\(tenant), \(chain), \(token)) ON CONFLICT DO NOTHING
+                    """)
+            } else if let known = customerOfChain[chain] {
+                customer = known
+            } else {
+                customer = try await linkedCustomer(tx, tenant: tenant, chain: chain)
+            }
+            if let customer { customerOfChain[chain] = customer }
+            if let customer { customers.insert(customer) }
+            if try await upsert(tx, tenant: tenant, t, customer: customer) { applied += 1 } else { duplicates += 1 }
+        }
+        for r in batch.renewals {
+            let chain = r.facts.originalTransactionId
+            var customer = customerOfChain[chain]
+            if customer == nil { customer = try await linkedCustomer(tx, tenant: tenant, chain: chain) }
+            if customer == nil, let token = r.appAccountToken {
+                customer = token
+                try await tx.query(
+                    """
+                    INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
+                    VALUES (\(tenant), \(chain), \(token)) ON CONFLICT DO NOTHING
+                    """)
+            }
+            if let customer { customers.insert(customer) }
+            if try await upsert(tx, tenant: tenant, r, customer: customer) { applied += 1 } else { duplicates += 1 }
+        }
+        if let n = batch.notification, let customer = customers.sorted().first {
+            try await tx.query(
+                """
+                UPDATE apple_notifications SET customer_id = \(customer)
+                WHERE tenant_id = \(tenant) AND notification_uuid = \(n.notificationUUID)
+                """)
+        }
+        return AppleIngestOutcome(
+            duplicateNotification: false, applied: applied, duplicates: duplicates, customers: customers.sorted())
+    }
+
+    /// Links a subscription chain to a customer and gives them the chain's unlinked data; returns how many records
+    /// it gave. Linking a chain to the customer it is linked to already changes nothing. Throws `.conflict` when
+    /// the chain is linked to another customer.
+    public func link(tenant: UUID, originalTransactionId: String, customerId: String) async throws(StoreError)
+        -> Int
+    {
+        try await storeCall {
+            try await pool.withTransaction { tx in
+                try await Self.lock(tx, tenant: tenant, chain: originalTransactionId)
+                return try await Self.link(tx, tenant: tenant, chain: originalTransactionId, customerId: customerId)
+            }
+        }
+    }
+
+    private static func link(_ tx: PostgresTransaction, tenant: UUID, chain: String, customerId: String) async throws
+        -> Int
+    {
+        if let existing = try await linkedCustomer(tx, tenant: tenant, chain: chain), existing != customerId {
+            throw StoreError.conflict("originalTransactionId is linked to another customer")
+        }
+        try await tx.query(
+            """
+            INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
+            VALUES (\(tenant), \(chain), \(customerId)) ON CONFLICT DO NOTHING
+            """)
+        let transactions = try await tx.query(
+            """
+            UPDATE apple_transactions SET customer_id = \(customerId)
+            WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
+                AND app_account_token IS NULL
+            RETURNING 1
+            """)
+        let renewals = try await tx.query(
+            """
+            UPDATE apple_renewal_infos SET customer_id = \(customerId)
+            WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
+            RETURNING 1
+            """)
+        return transactions.count + renewals.count
+    }
+
+    private static func lock(_ tx: PostgresTransaction, tenant: UUID, chain: String) async throws {
+        let key = "apple-chain:" + tenant.uuidString.lowercased() + ":" + chain
+        try await tx.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))")
+    }
+
+    private static func linkedCustomer(_ tx: PostgresTransaction, tenant: UUID, chain: String) async throws
+        -> String?
+    {
+        try await tx.query(
+            """
+            SELECT customer_id FROM customer_links WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain)
+            """
+        ).first.map { try $0.decode(String.self, at: 0) }
+    }
+
+    /// Stores a transaction unless one with a later or equal `signedDate` is stored; whether it changed anything.
+    private static func upsert(_ tx: PostgresTransaction, tenant: UUID, _ t: StoredAppleTransaction, customer: String?)
+        async throws -> Bool
+    {
+        let f = t.facts
+        let rows = try await tx.query(
+            """
+            INSERT INTO apple_transactions AS old
+                (tenant_id, transaction_id, original_transaction_id, environment, customer_id, app_account_token,
+                 product_id, subscription_group_id, purchase_date, original_purchase_date, expires_date, offer_type,
+                 offer_id, offer_discount_type, offer_period, in_app_ownership_type, revocation_date,
+                 revocation_reason, revocation_type, transaction_type, signed_date, authenticity, jws)
+            VALUES (\(tenant), \(f.transactionId), \(f.originalTransactionId), \(f.environment.rawValue), \(customer),
+                    \(t.appAccountToken), \(f.productId), \(t.subscriptionGroupId), \(f.purchaseDate),
+                    \(t.originalPurchaseDate), \(f.expiresDate), \(f.appleOfferType.map { Int32(clamping: $0) }),
+                    \(f.offerId), \(t.offerDiscountType), \(t.offerPeriod), \(t.inAppOwnershipType),
+                    \(f.revocationDate), \(t.revocationReason), \(t.revocationType), \(t.transactionType),
+                    \(f.signedDate), \(t.verifiedByApple ? "verifiedChain" : "unverifiedDevelopmentData"), \(t.jws))
+            ON CONFLICT (tenant_id, transaction_id) DO UPDATE SET
+                original_transaction_id = EXCLUDED.original_transaction_id, environment = EXCLUDED.environment,
+                customer_id = COALESCE(EXCLUDED.customer_id, old.customer_id),
+                app_account_token = EXCLUDED.app_account_token, product_id = EXCLUDED.product_id,
+                subscription_group_id = EXCLUDED.subscription_group_id, purchase_date = EXCLUDED.purchase_date,
+                original_purchase_date = EXCLUDED.original_purchase_date, expires_date = EXCLUDED.expires_date,
+                offer_type = EXCLUDED.offer_type, offer_id = EXCLUDED.offer_id,
+                offer_discount_type = EXCLUDED.offer_discount_type, offer_period = EXCLUDED.offer_period,
+                in_app_ownership_type = EXCLUDED.in_app_ownership_type, revocation_date = EXCLUDED.revocation_date,
+                revocation_reason = EXCLUDED.revocation_reason, revocation_type = EXCLUDED.revocation_type,
+                transaction_type = EXCLUDED.transaction_type, signed_date = EXCLUDED.signed_date,
+                authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws, received_at = now()
+            WHERE old.signed_date < EXCLUDED.signed_date
+                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
+                    AND old.signed_date = EXCLUDED.signed_date)
+            RETURNING 1
+            """)
+        return !rows.isEmpty
+    }
+
+    /// Stores a renewal info unless one with a later or equal `signedDate` is stored for its chain and environment.
+    private static func upsert(_ tx: PostgresTransaction, tenant: UUID, _ r: StoredAppleRenewal, customer: String?)
+        async throws -> Bool
+    {
+        let f = r.facts
+        let rows = try await tx.query(
+            """
+            INSERT INTO apple_renewal_infos AS old
+                (tenant_id, original_transaction_id, environment, customer_id, product_id, auto_renew_product_id,
+                 auto_renew_status, is_in_billing_retry, grace_period_expires_date, expiration_intent, renewal_date,
+                 eligible_win_back_offer_ids, signed_date, authenticity, jws)
+            VALUES (\(tenant), \(f.originalTransactionId), \(f.environment.rawValue), \(customer), \(f.productId),
+                    \(f.autoRenewProductId), \(f.autoRenewStatus.map { Int32(clamping: $0) }), \(f.inBillingRetry),
+                    \(f.gracePeriodExpiresDate), \(r.expirationIntent), \(r.renewalDate), \(f.eligibleWinBackOfferIds),
+                    \(f.signedDate), \(r.verifiedByApple ? "verifiedChain" : "unverifiedDevelopmentData"), \(r.jws))
+            ON CONFLICT (tenant_id, original_transaction_id, environment) DO UPDATE SET
+                customer_id = COALESCE(EXCLUDED.customer_id, old.customer_id), product_id = EXCLUDED.product_id,
+                auto_renew_product_id = EXCLUDED.auto_renew_product_id,
+                auto_renew_status = EXCLUDED.auto_renew_status, is_in_billing_retry = EXCLUDED.is_in_billing_retry,
+                grace_period_expires_date = EXCLUDED.grace_period_expires_date,
+                expiration_intent = EXCLUDED.expiration_intent, renewal_date = EXCLUDED.renewal_date,
+                eligible_win_back_offer_ids = EXCLUDED.eligible_win_back_offer_ids,
+                signed_date = EXCLUDED.signed_date, authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws,
+                received_at = now()
+            WHERE old.signed_date < EXCLUDED.signed_date
+                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
+                    AND old.signed_date = EXCLUDED.signed_date)
+            RETURNING 1
+            """)
+        return !rows.isEmpty
+    }
+
+    /// One customer's Apple data (every environment), for decisions.
+    public func customerData(tenant: UUID, customerId: String) async throws(StoreError)
+        -> (transactions: [AppleTransactionFacts], renewals: [AppleRenewalFacts])
+    {
+        try await storeCall {
+            let transactions = try await pool.query(
+                """
+                SELECT transaction_id, original_transaction_id, environment, product_id, purchase_date, expires_date,
+                       offer_type, offer_id, offer_discount_type, in_app_ownership_type, revocation_date, signed_date
+                FROM apple_transactions
+                WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
+                ORDER BY purchase_date, transaction_id
+                """, prepared: true
+            ).map { row in
+                let (id, original, environment, product, purchase, expires, offerType) = try row.decode(
+                    String.self, String.self, String.self, String.self, Date.self, Date?.self, Int32?.self)
+                let (offerId, discount, ownership, revoked, signed) = (
+                    try row.decode(String?.self, at: 7), try row.decode(String?.self, at: 8),
+                    try row.decode(String?.self, at: 9), try row.decode(Date?.self, at: 10),
+                    try row.decode(Date.self, at: 11)
+                )
+                return AppleTransactionFacts(
+                    transactionId: id, originalTransactionId: original,
+                    environment: try Self.environment(environment), productId: product, purchaseDate: purchase,
+                    expiresDate: expires, appleOfferType: offerType.map(Int.init), offerId: offerId,
+                    offerPaymentMode: discount.flatMap(PaymentMode.init(appleDiscountType:)),
+                    familyShared: ownership == "FAMILY_SHARED", revocationDate: revoked, signedDate: signed)
+            }
+            let renewals = try await pool.query(
+                """
+                SELECT original_transaction_id, environment, product_id, auto_renew_product_id, auto_renew_status,
+                       is_in_billing_retry, grace_period_expires_date, eligible_win_back_offer_ids, signed_date
+                FROM apple_renewal_infos
+                WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
+                ORDER BY original_transaction_id, environment
+                """, prepared: true
+            ).map { row in
+                let (original, environment, product, autoRenewProduct, status, retry, grace) = try row.decode(
+                    String.self, String.self, String?.self, String?.self, Int32?.self, Bool?.self, Date?.self)
+                let (winBack, signed) = (try row.decode([String]?.self, at: 7), try row.decode(Date.self, at: 8))
+                return AppleRenewalFacts(
+                    originalTransactionId: original, environment: try Self.environment(environment),
+                    productId: product, autoRenewProductId: autoRenewProduct, autoRenewStatus: status.map(Int.init),
+                    inBillingRetry: retry ?? false, gracePeriodExpiresDate: grace, eligibleWinBackOfferIds: winBack,
+                    signedDate: signed)
+            }
+            return (transactions, renewals)
+        }
+    }
+
+    /// How many records of each kind the tenant has stored (for operators and tests).
+    public func counts(tenant: UUID) async throws(StoreError)
+        -> (transactions: Int, renewals: Int, notifications: Int, links: Int)
+    {
+        try await storeCall {
+            let row = try await pool.query(
+                """
+                SELECT (SELECT count(*) FROM apple_transactions WHERE tenant_id = \(tenant)),
+                       (SELECT count(*) FROM apple_renewal_infos WHERE tenant_id = \(tenant)),
+                       (SELECT count(*) FROM apple_notifications WHERE tenant_id = \(tenant)),
+                       (SELECT count(*) FROM customer_links WHERE tenant_id = \(tenant))
+                """)
+            guard let row = row.first else { throw StoreError.corrupt("count returned no row") }
+            let (a, b, c, d) = try row.decode(Int64.self, Int64.self, Int64.self, Int64.self)
+            return (Int(a), Int(b), Int(c), Int(d))
+        }
+    }
+
+    private static func environment(_ text: String) throws -> DataEnvironment {
+        guard let environment = DataEnvironment(rawValue: text) else {
+            throw StoreError.corrupt("unknown environment in apple data")
+        }
+        return environment
+    }
+}
