@@ -119,7 +119,8 @@ public struct ParsedCommand: Sendable {
     public func integer(_ name: String, in range: ClosedRange<Int> = Int.min...Int.max) throws(UsageError) -> Int? {
         guard let text = value(name) else { return nil }
         guard let number = Int(text), range.contains(number) else {
-            throw UsageError("--\(name) takes a whole number in \(range.lowerBound)...\(range.upperBound)", command: path)
+            throw UsageError(
+                "--\(name) takes a whole number in \(range.lowerBound)...\(range.upperBound)", command: path)
         }
         return number
     }
@@ -170,7 +171,9 @@ extension CommandSpec {
         while !spec.subcommands.isEmpty {
             guard index < arguments.count else { return .help(spec.helpText(path: path, root: name)) }
             let word = arguments[index]
-            if word == "--help" || word == "-h" || word == "help" { return .help(spec.helpText(path: path, root: name)) }
+            if word == "--help" || word == "-h" || word == "help" {
+                return .help(spec.helpText(path: path, root: name))
+            }
             guard let sub = spec.subcommands.first(where: { $0.name == word }) else {
                 let known = spec.subcommands.map(\.name).joined(separator: ", ")
                 throw UsageError("unknown command '\(word)' (expected one of: \(known))", command: path)
@@ -271,7 +274,9 @@ extension CommandSpec {
     private static func columns(_ rows: [(String, String)]) -> String {
         let width = min(34, (rows.map(\.0.count).max() ?? 0) + 2)
         return rows.map { left, right in
-            let pad = left.count < width ? String(repeating: " ", count: width - left.count) : "\n  " + String(repeating: " ", count: width)
+            let pad =
+                left.count < width
+                ? String(repeating: " ", count: width - left.count) : "\n  " + String(repeating: " ", count: width)
             return "  \(left)\(pad)\(right)\n"
         }.joined()
     }

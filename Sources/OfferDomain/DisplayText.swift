@@ -17,8 +17,7 @@ public enum DisplayText {
     public static let defaultLocaleIdentifier = "en_US"
 
     /// The copy for `offer` on `product`, amounts formatted for `locale` (default `en_US`).
-    public static func make(offer: Offer, product: Product, locale: Locale = Locale(identifier: "en_US")) -> String
-    {
+    public static func make(offer: Offer, product: Product, locale: Locale = Locale(identifier: "en_US")) -> String {
         let regular = format(product.price, locale: locale) + perPeriod(product.period)
         let total = duration(offer.period, count: offer.periodCount)
         switch offer.paymentMode {

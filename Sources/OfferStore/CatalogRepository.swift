@@ -14,20 +14,20 @@ public struct CatalogRepository: Sendable {
     }
 
     static func loadQueries(tenant: UUID) -> [PostgresQuery] {
-                    [
-                        "SELECT group_id, name FROM subscription_groups WHERE tenant_id = \(tenant) ORDER BY group_id",
-                        """
-                        SELECT product_id, group_id, period, price::text, currency, level
-                        FROM products WHERE tenant_id = \(tenant) ORDER BY product_id
-                        """,
-                        """
-                        SELECT o.offer_id, o.type, o.product_id, o.payment_mode, o.period, o.period_count,
-                               o.price::text, p.currency, o.starts_at, o.ends_at, o.audience, o.min_paid_months,
-                               o.months_since_lapse_min, o.months_since_lapse_max, o.wait_between_offers_months
-                        FROM offers o JOIN products p USING (tenant_id, product_id)
-                        WHERE o.tenant_id = \(tenant) AND o.active ORDER BY o.offer_id
-                        """,
-                    ]
+        [
+            "SELECT group_id, name FROM subscription_groups WHERE tenant_id = \(tenant) ORDER BY group_id",
+            """
+            SELECT product_id, group_id, period, price::text, currency, level
+            FROM products WHERE tenant_id = \(tenant) ORDER BY product_id
+            """,
+            """
+            SELECT o.offer_id, o.type, o.product_id, o.payment_mode, o.period, o.period_count,
+                   o.price::text, p.currency, o.starts_at, o.ends_at, o.audience, o.min_paid_months,
+                   o.months_since_lapse_min, o.months_since_lapse_max, o.wait_between_offers_months
+            FROM offers o JOIN products p USING (tenant_id, product_id)
+            WHERE o.tenant_id = \(tenant) AND o.active ORDER BY o.offer_id
+            """,
+        ]
     }
 
     static func decodeCatalog(_ results: [Result<PostgresRows, PostgresError>]) throws -> Catalog {

@@ -46,7 +46,8 @@ public struct SigningKeyRepository: Sendable {
                         (tenant_id, key_id, issuer_id, sealed_private_key, master_key_id, public_key_pem, state)
                     VALUES (\(tenant), \(keyId), \(issuerId), \(sealedPrivateKey), \(masterKeyId), \(publicKeyPEM), 'active')
                     """)
-                try await Audit.record(tx, tenant: tenant, actor: "admin", action: "key.import", detail: ["keyId": keyId])
+                try await Audit.record(
+                    tx, tenant: tenant, actor: "admin", action: "key.import", detail: ["keyId": keyId])
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw .conflict("key '\(keyId)' exists already")
@@ -90,7 +91,8 @@ public struct SigningKeyRepository: Sendable {
                     WHERE tenant_id = \(tenant) AND key_id = \(keyId) RETURNING key_id
                     """)
                 guard !rows.isEmpty else { throw StoreError.notFound("key '\(keyId)'") }
-                try await Audit.record(tx, tenant: tenant, actor: "admin", action: "key.retire", detail: ["keyId": keyId])
+                try await Audit.record(
+                    tx, tenant: tenant, actor: "admin", action: "key.retire", detail: ["keyId": keyId])
             }
         }
     }

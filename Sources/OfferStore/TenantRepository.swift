@@ -53,7 +53,6 @@ public struct StoredApiKey: Sendable, Hashable {
 public struct TenantRepository: Sendable {
     let pool: PostgresPool
 
-
     /// Creates a tenant with its first API key. Throws `.conflict` when the slug is taken.
     public func create(slug: String, bundleId: String, name: String?, apiKey: StoredApiKey) async throws(StoreError)
         -> TenantRecord

@@ -37,7 +37,8 @@ public final class ChildProcess: Sendable {
     ) throws -> ChildProcess {
         // The parent-death signal is tied to the thread that forked, and the cooperative pool's threads come and
         // go: every spawn runs on one thread that lives as long as the process.
-        let (program, argv) = setpriv.map { ($0, ["--pdeathsig", "KILL", "--", path] + arguments) } ?? (path, arguments)
+        let (program, argv) =
+            setpriv.map { ($0, ["--pdeathsig", "KILL", "--", path] + arguments) } ?? (path, arguments)
         let result = SpawnerThread.shared.run {
             Result {
                 try rawSpawn(program, argv, environment: environment, stdin: stdin, stdout: stdout, stderr: stderr)
@@ -217,7 +218,12 @@ final class SpawnerThread: @unchecked Sendable {
     func run<T>(_ job: @escaping () -> T) -> T {
         let done = DispatchSemaphore(value: 0)
         var result: T?
-        lock.withLock { jobs.append { result = job(); done.signal() } }
+        lock.withLock {
+            jobs.append {
+                result = job()
+                done.signal()
+            }
+        }
         available.signal()
         done.wait()
         return result!  // set by the job before it signalled `done`

@@ -31,13 +31,16 @@ enum DomainBenchmark {
                             try BestOffer.choose(scope: .product("p0"), catalog: catalog, history: history, at: at)
                         }
                     if let winner = result.winner {
-                        winners += DisplayText.make(offer: winner.offer, product: winner.product, locale: locale).count > 0 ? 1 : 0
+                        winners +=
+                            DisplayText.make(offer: winner.offer, product: winner.product, locale: locale).count > 0
+                            ? 1 : 0
                     }
                     count += 1
                 }
             }
             let elapsed = ContinuousClock.now - start
-            let perSecond = Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            let perSecond =
+                Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
             print("best decisions/s: \(Int(perSecond)) (\(winners) with a winner of \(count))")
             return 0
         } catch {
@@ -52,25 +55,47 @@ enum DomainBenchmark {
         var products: [Product] = []
         var offers: [Offer] = []
         for p in 0..<20 {
-            products.append(Product(id: "p\(p)", groupId: "g", period: month, price: try Money("9.99", currency: "USD"), level: p + 1))
-            offers.append(Offer(id: "p\(p).intro", type: .introductory, productId: "p\(p)", paymentMode: .freeTrial, period: try SubscriptionPeriod.parse("P1W")))
+            products.append(
+                Product(
+                    id: "p\(p)", groupId: "g", period: month, price: try Money("9.99", currency: "USD"), level: p + 1))
+            offers.append(
+                Offer(
+                    id: "p\(p).intro", type: .introductory, productId: "p\(p)", paymentMode: .freeTrial,
+                    period: try SubscriptionPeriod.parse("P1W")))
             for o in 0..<6 {
-                offers.append(Offer(id: "p\(p).promo\(o)", type: .promotional, productId: "p\(p)", paymentMode: .payAsYouGo, period: month, periodCount: o + 1, price: try Money("4.99", currency: "USD"), audience: [.atRisk, .lapsed, .billingRetry, .active]))
+                offers.append(
+                    Offer(
+                        id: "p\(p).promo\(o)", type: .promotional, productId: "p\(p)", paymentMode: .payAsYouGo,
+                        period: month, periodCount: o + 1, price: try Money("4.99", currency: "USD"),
+                        audience: [.atRisk, .lapsed, .billingRetry, .active]))
             }
             for o in 0..<3 {
-                offers.append(Offer(id: "p\(p).wb\(o)", type: .winBack, productId: "p\(p)", paymentMode: .payUpFront, period: try SubscriptionPeriod.parse("P3M"), price: try Money("9.99", currency: "USD"), winBack: WinBackParameters(minPaidMonths: o, monthsSinceLapse: .init(min: 1, max: 24), waitBetweenOffersMonths: 3)))
+                offers.append(
+                    Offer(
+                        id: "p\(p).wb\(o)", type: .winBack, productId: "p\(p)", paymentMode: .payUpFront,
+                        period: try SubscriptionPeriod.parse("P3M"), price: try Money("9.99", currency: "USD"),
+                        winBack: WinBackParameters(
+                            minPaidMonths: o, monthsSinceLapse: .init(min: 1, max: 24), waitBetweenOffersMonths: 3)))
             }
         }
         let catalog = Catalog(groups: [SubscriptionGroup(id: "g", name: "G")], products: products, offers: offers)
         let day = 86_400.0
         let at = 1_795_089_600.0
         func tx(_ id: String, start: Double, end: Double, autoRenew: Bool = true, retry: Bool = false) -> Transaction {
-            Transaction(transactionId: id, productId: "p0", purchaseDate: Date(timeIntervalSince1970: start), expiresDate: Date(timeIntervalSince1970: end), autoRenew: autoRenew, inBillingRetry: retry)
+            Transaction(
+                transactionId: id, productId: "p0", purchaseDate: Date(timeIntervalSince1970: start),
+                expiresDate: Date(timeIntervalSince1970: end), autoRenew: autoRenew, inBillingRetry: retry)
         }
         let histories: [[Transaction]] = [
             [],
-            (0..<12).map { tx("a\($0)", start: at - Double(12 - $0) * 30 * day, end: at - Double(11 - $0) * 30 * day + day) },
-            (0..<6).map { tx("l\($0)", start: at - Double(10 - $0) * 30 * day, end: at - Double(9 - $0) * 30 * day, autoRenew: false) },
+            (0..<12).map {
+                tx("a\($0)", start: at - Double(12 - $0) * 30 * day, end: at - Double(11 - $0) * 30 * day + day)
+            },
+            (0..<6).map {
+                tx(
+                    "l\($0)", start: at - Double(10 - $0) * 30 * day, end: at - Double(9 - $0) * 30 * day,
+                    autoRenew: false)
+            },
             [tx("r0", start: at - 40 * day, end: at - 10 * day, retry: true)],
         ]
         return (catalog, histories)

@@ -237,14 +237,16 @@ func run(_ inv: Invocation) async throws -> Int32 {
                 for facts in try await apiStats(redeemCampaigns, tenant: setup.tenant, admin: admin) {
                     let rows = ledger.campaigns.first { $0.campaignId == facts.campaignId }?.recordedAfter
                     if rows != facts.recordedAfter {
-                        say("WARNING campaign \(facts.campaignId): campaigns.stats says \(facts.recordedAfter) live "
-                            + "redemptions, the redemptions table \(rows.map(String.init) ?? "none")")
+                        say(
+                            "WARNING campaign \(facts.campaignId): campaigns.stats says \(facts.recordedAfter) live "
+                                + "redemptions, the redemptions table \(rows.map(String.init) ?? "none")")
                     }
                 }
             }
         } else if let adminKey {
-            say("no --database-url / DATABASE_URL: checking through the admin API only (no per-code, per-key or "
-                + "per-id checks)")
+            say(
+                "no --database-url / DATABASE_URL: checking through the admin API only (no per-code, per-key or "
+                    + "per-id checks)")
             let admin = try await AdminClient.connect(address: inv.plan.targets[0], adminKey: adminKey)
             defer { admin.close() }
             let after = try await apiStats(redeemCampaigns, tenant: setup.tenant, admin: admin)

@@ -36,7 +36,8 @@ let serveSpec = CommandSpec(
         """,
     options: databaseOptions + [
         .flag("stdio", "Serve JSON-RPC on stdin/stdout."),
-        .option("listen", "ADDR", "Listen on unix:PATH or tcp:HOST:PORT (TCP defaults to 127.0.0.1).", repeatable: true),
+        .option(
+            "listen", "ADDR", "Listen on unix:PATH or tcp:HOST:PORT (TCP defaults to 127.0.0.1).", repeatable: true),
         .option("admin-key-file", "FILE", "Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY."),
         .option(
             "master-key-file", "FILE",
@@ -57,7 +58,8 @@ let serveSpec = CommandSpec(
             "Also trust this root (PEM or DER) for Apple's signed data, besides the built-in Apple Root CA - G3.",
             repeatable: true),
         .option("shutdown-grace", "SECONDS", "How long in-flight requests may take at shutdown.", default: "10"),
-        .option("log-level", "LEVEL", "debug, info, warning or error.", environment: "OFFERGATE_LOG_LEVEL", default: "info"),
+        .option(
+            "log-level", "LEVEL", "debug, info, warning or error.", environment: "OFFERGATE_LOG_LEVEL", default: "info"),
         .flag("quiet-requests", "Log each request at debug instead of info level."),
         .flag("no-migrate", "Do not apply pending schema migrations at start."),
     ])
@@ -125,8 +127,12 @@ func runMigrate(_ command: ParsedCommand) async throws -> Int32 {
     let database = try OfferDatabase.connect(url: choice.url, maxConnections: 2)
     let applied = try await database.migrate()
     await database.close()
-    logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ","), "count": String(applied.count)])
-    Console.out(applied.isEmpty ? "schema is up to date\n" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))\n")
+    logger.info(
+        "migrations applied",
+        ["applied": applied.map(String.init).joined(separator: ","), "count": String(applied.count)])
+    Console.out(
+        applied.isEmpty
+            ? "schema is up to date\n" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))\n")
     return ExitStatus.success.rawValue
 }
 
@@ -195,7 +201,9 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
         url: choice.url, maxConnections: poolSize, statementTimeout: statementTimeout)
     if !command.flag("no-migrate") {
         let applied = try await database.migrate()
-        if !applied.isEmpty { logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ",")]) }
+        if !applied.isEmpty {
+            logger.info("migrations applied", ["applied": applied.map(String.init).joined(separator: ",")])
+        }
     }
     let service = try GatewayService(
         database: database, sealer: KeySealer(keyring: keyring), options: options, rpc: rpc, logger: logger)
@@ -203,8 +211,10 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     // Signing keys still sealed under a previous master key are re-sealed by the service as part of its lifetime.
     logger.info(
         "offergate started",
-        ["version": OfferGateVersion.current, "listen": bound.map { "\($0)" }.joined(separator: " "),
-         "stdio": String(stdio), "database": choice.embedded == nil ? "external" : "embedded"])
+        [
+            "version": OfferGateVersion.current, "listen": bound.map { "\($0)" }.joined(separator: " "),
+            "stdio": String(stdio), "database": choice.embedded == nil ? "external" : "embedded",
+        ])
 
     // SIGTERM/SIGINT: stop accepting, finish in flight (bounded), exit 0.
     let signals = SignalWatcher([SIGTERM, SIGINT])

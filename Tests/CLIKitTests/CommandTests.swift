@@ -18,7 +18,9 @@ private let spec = CommandSpec(
                         .option("format", "F", "Output format.", default: "table"),
                         .flag("json", "Print JSON."),
                     ],
-                    arguments: [ArgumentSpec("id", "The campaign id."), ArgumentSpec("note", "A note.", optional: true)]
+                    arguments: [
+                        ArgumentSpec("id", "The campaign id."), ArgumentSpec("note", "A note.", optional: true),
+                    ]
                 )
             ])
     ])

@@ -15,7 +15,8 @@ struct BestOfferTests {
             id: id, type: type, productId: product, paymentMode: mode, period: OfferDomainTests.period(period),
             periodCount: count, price: price.map(usd),
             winBack: type == .winBack
-                ? WinBackParameters(minPaidMonths: 0, monthsSinceLapse: .init(min: 0, max: 99),
+                ? WinBackParameters(
+                    minPaidMonths: 0, monthsSinceLapse: .init(min: 0, max: 99),
                     waitBetweenOffersMonths: nil) : nil)
     }
 
@@ -41,8 +42,10 @@ struct BestOfferTests {
         throws
     {
         let p = try #require(F.catalog([]).product(product))
-        let saving = Saving(offer: Self.offer("x", .promotional, product: product, mode: mode, period: period,
-            count: count, price: price), product: p)
+        let saving = Saving(
+            offer: Self.offer(
+                "x", .promotional, product: product, mode: mode, period: period,
+                count: count, price: price), product: p)
         #expect(saving.description == expected)
         #expect(saving.amount == Decimal(string: expected, locale: Locale(identifier: "en_US_POSIX")))
     }
@@ -51,14 +54,18 @@ struct BestOfferTests {
     func exactComparison() throws {
         let monthly = try #require(F.catalog([]).product("monthly"))
         let yearly = try #require(F.catalog([]).product("yearly"))
-        let a = Saving(offer: Self.offer("a", .promotional, mode: .payAsYouGo, period: "P1M", price: "3.99"),
+        let a = Saving(
+            offer: Self.offer("a", .promotional, mode: .payAsYouGo, period: "P1M", price: "3.99"),
             product: monthly)
-        let b = Saving(offer: Self.offer("b", .promotional, product: "yearly", mode: .payUpFront, period: "P1Y",
-            price: "18.99"), product: yearly)
+        let b = Saving(
+            offer: Self.offer(
+                "b", .promotional, product: "yearly", mode: .payUpFront, period: "P1Y",
+                price: "18.99"), product: yearly)
         #expect(a == b)
         #expect(!(a < b) && !(b < a))
         #expect(a.hashValue == b.hashValue)
-        let c = Saving(offer: Self.offer("c", .promotional, mode: .payAsYouGo, period: "P1M", price: "3.98"),
+        let c = Saving(
+            offer: Self.offer("c", .promotional, mode: .payAsYouGo, period: "P1M", price: "3.98"),
             product: monthly)
         #expect(b < c)
     }
@@ -75,7 +82,8 @@ struct BestOfferTests {
             F.codeMonthly,
         ])
         let history = F.history(Self.lapsed, at: "2026-03-01", catalog: catalog)
-        let result = try BestOffer.choose(scope: .product("monthly"), catalog: catalog, history: history,
+        let result = try BestOffer.choose(
+            scope: .product("monthly"), catalog: catalog, history: history,
             at: day("2026-03-01"))
         #expect(result.winner?.offer.id == "wb")
         #expect(result.considered.map(\.offer.id) == ["wb", "promo", "intro-monthly"])
@@ -84,7 +92,8 @@ struct BestOfferTests {
         #expect(result.considered[2].verdict.reasons == [.previouslySubscribed])
 
         // A newcomer only gets the intro.
-        let newcomer = try BestOffer.choose(scope: .product("monthly"), catalog: catalog,
+        let newcomer = try BestOffer.choose(
+            scope: .product("monthly"), catalog: catalog,
             history: F.history([], at: "2026-03-01", catalog: catalog), at: day("2026-03-01"))
         #expect(newcomer.winner?.offer.id == "intro-monthly")
         #expect(newcomer.considered.map(\.offer.id) == ["intro-monthly", "wb", "promo"])
@@ -100,13 +109,15 @@ struct BestOfferTests {
             Self.offer("p-big", .promotional, mode: .payAsYouGo, period: "P1M", count: 2, price: "3.99"),  // 2.00
         ])
         let history = F.history(Self.lapsed, at: "2026-03-01", catalog: catalog)
-        let result = try BestOffer.choose(scope: .group("g1"), catalog: catalog, history: history,
+        let result = try BestOffer.choose(
+            scope: .group("g1"), catalog: catalog, history: history,
             at: day("2026-03-01"))
         #expect(result.considered.map(\.offer.id) == ["p-big", "p-a", "p-b", "p-small"])
         #expect(result.considered.map(\.rank) == [1, 2, 3, 4])
         #expect(result.winner?.product.id == "monthly")
         // Only the monthly product: p-a (yearly) is out of scope.
-        let single = try BestOffer.choose(scope: .product("monthly"), catalog: catalog, history: history,
+        let single = try BestOffer.choose(
+            scope: .product("monthly"), catalog: catalog, history: history,
             at: day("2026-03-01"))
         #expect(single.considered.map(\.offer.id) == ["p-big", "p-b", "p-small"])
     }
@@ -120,7 +131,8 @@ struct BestOfferTests {
             Self.offer("intro-pro", .introductory, product: "pro", mode: .freeTrial, period: "P1Y"),  // other group
         ])
         let history = F.history([], at: "2026-03-01", catalog: catalog)
-        let result = try BestOffer.choose(scope: .group("g1"), catalog: catalog, history: history,
+        let result = try BestOffer.choose(
+            scope: .group("g1"), catalog: catalog, history: history,
             at: day("2026-03-01"))
         #expect(result.winner?.offer.id == "intro-y")
         #expect(result.considered.map(\.offer.id) == ["intro-y", "intro-m", "intro-w"])
@@ -137,7 +149,8 @@ struct BestOfferTests {
         ])
         // Active with auto-renew on: not in the default promotional audience, not lapsed, not new.
         let history = F.history([F.tx("t", from: "2026-02-01", to: "2026-04-01")], at: "2026-03-01", catalog: catalog)
-        let result = try BestOffer.choose(scope: .product("monthly"), catalog: catalog, history: history,
+        let result = try BestOffer.choose(
+            scope: .product("monthly"), catalog: catalog, history: history,
             at: day("2026-03-01"))
         #expect(result.winner == nil)
         #expect(result.considered.map(\.offer.id) == ["wb", "a-promo", "z-promo", "intro-monthly"])

@@ -19,7 +19,8 @@ struct CampaignTests {
         ])
     func state(at: String, deactivatedAt: String?, expected: CampaignState) {
         #expect(
-            CampaignState.at(day(at), startsAt: day("2026-03-01"), expiresAt: day("2026-04-01"),
+            CampaignState.at(
+                day(at), startsAt: day("2026-03-01"), expiresAt: day("2026-04-01"),
                 deactivatedAt: deactivatedAt.map(day)) == expected)
     }
 
@@ -80,8 +81,10 @@ struct CampaignTests {
     @Test(
         "refusals in order: state, eligibility, used code, customer limit, total",
         arguments: [
-            (facts("2026-02-01", eligible: false, used: true, redeemed: 2, mine: 1),
-                Campaign.Refusal?.some(.campaignNotStarted)),
+            (
+                facts("2026-02-01", eligible: false, used: true, redeemed: 2, mine: 1),
+                Campaign.Refusal?.some(.campaignNotStarted)
+            ),
             (facts("2026-04-01", eligible: false, used: true), .campaignExpired),
             (facts("2026-03-10", eligible: false, used: true, redeemed: 2, mine: 1), .notInCampaignEligibility),
             (facts("2026-03-10", used: true, redeemed: 2, mine: 1), .codeExhausted),
@@ -121,25 +124,50 @@ struct CampaignTests {
     }
 
     static let invalid: [InvalidCase] = [
-        InvalidCase(name: "empty id", make: { () throws(OfferDomainError) in
-            try Campaign(id: "", offerId: "o", kind: .oneTime) }, code: .invalidCampaign, field: "campaignId"),
-        InvalidCase(name: "custom without code", make: { () throws(OfferDomainError) in
-            try Campaign(id: "c", offerId: "o", kind: .custom) }, code: .invalidCampaign, field: "code"),
-        InvalidCase(name: "oneTime with code", make: { () throws(OfferDomainError) in
-            try Campaign(id: "c", offerId: "o", kind: .oneTime, code: "X") }, code: .invalidCampaign, field: "code"),
-        InvalidCase(name: "bad custom code", make: { () throws(OfferDomainError) in
-            try Campaign(id: "c", offerId: "o", kind: .custom, code: "a_b") }, code: .invalidCode, field: "code"),
-        InvalidCase(name: "zero total", make: { () throws(OfferDomainError) in
-            try Campaign(id: "c", offerId: "o", kind: .oneTime, totalLimit: 0) }, code: .invalidCampaign,
+        InvalidCase(
+            name: "empty id",
+            make: { () throws(OfferDomainError) in
+                try Campaign(id: "", offerId: "o", kind: .oneTime)
+            }, code: .invalidCampaign, field: "campaignId"),
+        InvalidCase(
+            name: "custom without code",
+            make: { () throws(OfferDomainError) in
+                try Campaign(id: "c", offerId: "o", kind: .custom)
+            }, code: .invalidCampaign, field: "code"),
+        InvalidCase(
+            name: "oneTime with code",
+            make: { () throws(OfferDomainError) in
+                try Campaign(id: "c", offerId: "o", kind: .oneTime, code: "X")
+            }, code: .invalidCampaign, field: "code"),
+        InvalidCase(
+            name: "bad custom code",
+            make: { () throws(OfferDomainError) in
+                try Campaign(id: "c", offerId: "o", kind: .custom, code: "a_b")
+            }, code: .invalidCode, field: "code"),
+        InvalidCase(
+            name: "zero total",
+            make: { () throws(OfferDomainError) in
+                try Campaign(id: "c", offerId: "o", kind: .oneTime, totalLimit: 0)
+            }, code: .invalidCampaign,
             field: "totalLimit"),
-        InvalidCase(name: "zero per customer", make: { () throws(OfferDomainError) in
-            try Campaign(id: "c", offerId: "o", kind: .oneTime, perCustomerLimit: 0) }, code: .invalidCampaign,
+        InvalidCase(
+            name: "zero per customer",
+            make: { () throws(OfferDomainError) in
+                try Campaign(id: "c", offerId: "o", kind: .oneTime, perCustomerLimit: 0)
+            }, code: .invalidCampaign,
             field: "perCustomerLimit"),
-        InvalidCase(name: "expires at start", make: { () throws(OfferDomainError) in
-            try Campaign(id: "c", offerId: "o", kind: .oneTime, startsAt: day("2026-01-01"),
-                expiresAt: day("2026-01-01")) }, code: .invalidCampaign, field: "expiresAt"),
-        InvalidCase(name: "empty eligibility", make: { () throws(OfferDomainError) in
-            try Campaign(id: "c", offerId: "o", kind: .oneTime, eligibility: []) }, code: .invalidCampaign,
+        InvalidCase(
+            name: "expires at start",
+            make: { () throws(OfferDomainError) in
+                try Campaign(
+                    id: "c", offerId: "o", kind: .oneTime, startsAt: day("2026-01-01"),
+                    expiresAt: day("2026-01-01"))
+            }, code: .invalidCampaign, field: "expiresAt"),
+        InvalidCase(
+            name: "empty eligibility",
+            make: { () throws(OfferDomainError) in
+                try Campaign(id: "c", offerId: "o", kind: .oneTime, eligibility: [])
+            }, code: .invalidCampaign,
             field: "eligibility"),
     ]
 
@@ -157,15 +185,18 @@ struct CampaignTests {
     @Test("Apple cap warnings")
     func warnings() throws {
         let created = day("2026-01-01")
-        let ok = try Campaign(id: "c", offerId: "o", kind: .oneTime, totalLimit: 1_000_000,
+        let ok = try Campaign(
+            id: "c", offerId: "o", kind: .oneTime, totalLimit: 1_000_000,
             expiresAt: day("2026-07-01"))
         #expect(ok.appleCapWarnings(createdAt: created).isEmpty)
-        let long = try Campaign(id: "c", offerId: "o", kind: .oneTime, totalLimit: 1_000_001,
+        let long = try Campaign(
+            id: "c", offerId: "o", kind: .oneTime, totalLimit: 1_000_001,
             startsAt: day("2026-02-01"), expiresAt: day("2026-08-01T00:00:01Z"))
-        #expect(long.appleCapWarnings(createdAt: created) == [
-            "totalLimit exceeds Apple's 1,000,000 code redemptions per app per quarter",
-            "one-time codes are valid at most 6 months at Apple; set expiresAt accordingly",
-        ])
+        #expect(
+            long.appleCapWarnings(createdAt: created) == [
+                "totalLimit exceeds Apple's 1,000,000 code redemptions per app per quarter",
+                "one-time codes are valid at most 6 months at Apple; set expiresAt accordingly",
+            ])
         let openEnded = try Campaign(id: "c", offerId: "o", kind: .oneTime)
         #expect(openEnded.appleCapWarnings(createdAt: created).count == 1)
         let custom = try Campaign(id: "c", offerId: "o", kind: .custom, code: "VIP")

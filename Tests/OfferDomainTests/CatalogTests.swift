@@ -72,7 +72,8 @@ struct CatalogTests {
         #expect(decoded.price == usd("5"))
         #expect(
             decoded.winBack
-                == WinBackParameters(minPaidMonths: 6, monthsSinceLapse: .init(min: 1, max: 12),
+                == WinBackParameters(
+                    minPaidMonths: 6, monthsSinceLapse: .init(min: 1, max: 12),
                     waitBetweenOffersMonths: nil))
         #expect(try Self.decode(Product.self, Self.json(Fixture.yearly)) == Fixture.yearly)
     }
@@ -119,81 +120,132 @@ struct CatalogTests {
 
     static let g = Fixture.groups
     static let p = Fixture.products
-    static let params = WinBackParameters(minPaidMonths: 1, monthsSinceLapse: .init(min: 1, max: 6),
+    static let params = WinBackParameters(
+        minPaidMonths: 1, monthsSinceLapse: .init(min: 1, max: 6),
         waitBetweenOffersMonths: nil)
 
     static let cases: [Case] = [
-        Case(name: "empty group id", groups: g + [SubscriptionGroup(id: "", name: "x")], products: p, offers: [],
+        Case(
+            name: "empty group id", groups: g + [SubscriptionGroup(id: "", name: "x")], products: p, offers: [],
             code: .invalidIdentifier, field: "groups[2].id"),
-        Case(name: "duplicate group", groups: g + [g[0]], products: p, offers: [], code: .duplicateIdentifier,
+        Case(
+            name: "duplicate group", groups: g + [g[0]], products: p, offers: [], code: .duplicateIdentifier,
             field: "groups[2].id"),
-        Case(name: "empty product id", groups: g,
+        Case(
+            name: "empty product id", groups: g,
             products: p + [Product(id: "", groupId: "g1", period: period("P1M"), price: usd("1"), level: 1)],
             offers: [], code: .invalidIdentifier, field: "products[4].id"),
-        Case(name: "duplicate product", groups: g, products: p + [p[0]], offers: [], code: .duplicateIdentifier,
+        Case(
+            name: "duplicate product", groups: g, products: p + [p[0]], offers: [], code: .duplicateIdentifier,
             field: "products[4].id"),
-        Case(name: "unknown group", groups: g,
+        Case(
+            name: "unknown group", groups: g,
             products: p + [Product(id: "x", groupId: "g9", period: period("P1M"), price: usd("1"), level: 1)],
             offers: [], code: .unknownGroup, field: "products[4].groupId"),
-        Case(name: "level zero", groups: g,
+        Case(
+            name: "level zero", groups: g,
             products: p + [Product(id: "x", groupId: "g2", period: period("P1M"), price: usd("1"), level: 0)],
             offers: [], code: .invalidIdentifier, field: "products[4].level"),
-        Case(name: "mixed currency in a group", groups: g,
+        Case(
+            name: "mixed currency in a group", groups: g,
             products: p + [Product(id: "x", groupId: "g2", period: period("P1M"), price: money("1", "EUR"), level: 2)],
             offers: [], code: .currencyMismatch, field: "products[4].price"),
-        Case(name: "empty offer id", groups: g, products: p, offers: [offer("")], code: .invalidIdentifier,
+        Case(
+            name: "empty offer id", groups: g, products: p, offers: [offer("")], code: .invalidIdentifier,
             field: "offers[0].id"),
-        Case(name: "duplicate offer", groups: g, products: p, offers: [offer(), offer()], code: .duplicateIdentifier,
+        Case(
+            name: "duplicate offer", groups: g, products: p, offers: [offer(), offer()], code: .duplicateIdentifier,
             field: "offers[1].id"),
-        Case(name: "unknown product", groups: g, products: p, offers: [offer(product: "zz")], code: .unknownProduct,
+        Case(
+            name: "unknown product", groups: g, products: p, offers: [offer(product: "zz")], code: .unknownProduct,
             field: "offers[0].productId"),
-        Case(name: "free trial with a price", groups: g, products: p, offers: [offer(mode: .freeTrial)],
+        Case(
+            name: "free trial with a price", groups: g, products: p, offers: [offer(mode: .freeTrial)],
             code: .invalidOffer, field: "offers[0].price"),
-        Case(name: "free trial of 2 periods", groups: g, products: p,
+        Case(
+            name: "free trial of 2 periods", groups: g, products: p,
             offers: [offer(mode: .freeTrial, count: 2, price: nil)], code: .invalidOffer,
             field: "offers[0].periodCount"),
-        Case(name: "pay up front without price", groups: g, products: p, offers: [offer(price: nil)],
+        Case(
+            name: "pay up front without price", groups: g, products: p, offers: [offer(price: nil)],
             code: .invalidOffer, field: "offers[0].price"),
-        Case(name: "pay up front of 2 periods", groups: g, products: p, offers: [offer(count: 2)],
+        Case(
+            name: "pay up front of 2 periods", groups: g, products: p, offers: [offer(count: 2)],
             code: .invalidOffer, field: "offers[0].periodCount"),
-        Case(name: "pay as you go without price", groups: g, products: p,
+        Case(
+            name: "pay as you go without price", groups: g, products: p,
             offers: [offer(mode: .payAsYouGo, count: 3, price: nil)], code: .invalidOffer, field: "offers[0].price"),
-        Case(name: "pay as you go 0 periods", groups: g, products: p, offers: [offer(mode: .payAsYouGo, count: 0)],
+        Case(
+            name: "pay as you go 0 periods", groups: g, products: p, offers: [offer(mode: .payAsYouGo, count: 0)],
             code: .invalidOffer, field: "offers[0].periodCount"),
-        Case(name: "pay as you go 13 periods", groups: g, products: p, offers: [offer(mode: .payAsYouGo, count: 13)],
+        Case(
+            name: "pay as you go 13 periods", groups: g, products: p, offers: [offer(mode: .payAsYouGo, count: 13)],
             code: .invalidOffer, field: "offers[0].periodCount"),
-        Case(name: "pay as you go period differs from product", groups: g, products: p,
+        Case(
+            name: "pay as you go period differs from product", groups: g, products: p,
             offers: [offer(mode: .payAsYouGo, period: "P1W", count: 2)], code: .invalidOffer,
             field: "offers[0].period"),
-        Case(name: "offer price in another currency", groups: g, products: p,
+        Case(
+            name: "offer price in another currency", groups: g, products: p,
             offers: [offer(price: money("1", "EUR"))], code: .currencyMismatch, field: "offers[0].price"),
-        Case(name: "ends before it starts", groups: g, products: p,
+        Case(
+            name: "ends before it starts", groups: g, products: p,
             offers: [offer(starts: "2026-07-01", ends: "2026-07-01")], code: .invalidOffer, field: "offers[0].endsAt"),
-        Case(name: "win-back without parameters", groups: g, products: p, offers: [offer(type: .winBack)],
+        Case(
+            name: "win-back without parameters", groups: g, products: p, offers: [offer(type: .winBack)],
             code: .invalidOffer, field: "offers[0].winBack"),
-        Case(name: "parameters on a non-win-back", groups: g, products: p, offers: [offer(winBack: params)],
+        Case(
+            name: "parameters on a non-win-back", groups: g, products: p, offers: [offer(winBack: params)],
             code: .invalidOffer, field: "offers[0].winBack"),
-        Case(name: "negative minPaidMonths", groups: g, products: p,
-            offers: [offer(type: .winBack, winBack: .init(minPaidMonths: -1, monthsSinceLapse: .init(min: 0, max: 1),
-                waitBetweenOffersMonths: nil))], code: .invalidOffer, field: "offers[0].minPaidMonths"),
-        Case(name: "lapse range inverted", groups: g, products: p,
-            offers: [offer(type: .winBack, winBack: .init(minPaidMonths: 0, monthsSinceLapse: .init(min: 3, max: 2),
-                waitBetweenOffersMonths: nil))], code: .invalidOffer, field: "offers[0].monthsSinceLapse"),
-        Case(name: "lapse min negative", groups: g, products: p,
-            offers: [offer(type: .winBack, winBack: .init(minPaidMonths: 0, monthsSinceLapse: .init(min: -1, max: 2),
-                waitBetweenOffersMonths: nil))], code: .invalidOffer, field: "offers[0].monthsSinceLapse"),
-        Case(name: "negative wait", groups: g, products: p,
-            offers: [offer(type: .winBack, winBack: .init(minPaidMonths: 0, monthsSinceLapse: .init(min: 0, max: 2),
-                waitBetweenOffersMonths: -1))], code: .invalidOffer, field: "offers[0].waitBetweenOffersMonths"),
-        Case(name: "audience on an intro offer", groups: g, products: p,
+        Case(
+            name: "negative minPaidMonths", groups: g, products: p,
+            offers: [
+                offer(
+                    type: .winBack,
+                    winBack: .init(
+                        minPaidMonths: -1, monthsSinceLapse: .init(min: 0, max: 1),
+                        waitBetweenOffersMonths: nil))
+            ], code: .invalidOffer, field: "offers[0].minPaidMonths"),
+        Case(
+            name: "lapse range inverted", groups: g, products: p,
+            offers: [
+                offer(
+                    type: .winBack,
+                    winBack: .init(
+                        minPaidMonths: 0, monthsSinceLapse: .init(min: 3, max: 2),
+                        waitBetweenOffersMonths: nil))
+            ], code: .invalidOffer, field: "offers[0].monthsSinceLapse"),
+        Case(
+            name: "lapse min negative", groups: g, products: p,
+            offers: [
+                offer(
+                    type: .winBack,
+                    winBack: .init(
+                        minPaidMonths: 0, monthsSinceLapse: .init(min: -1, max: 2),
+                        waitBetweenOffersMonths: nil))
+            ], code: .invalidOffer, field: "offers[0].monthsSinceLapse"),
+        Case(
+            name: "negative wait", groups: g, products: p,
+            offers: [
+                offer(
+                    type: .winBack,
+                    winBack: .init(
+                        minPaidMonths: 0, monthsSinceLapse: .init(min: 0, max: 2),
+                        waitBetweenOffersMonths: -1))
+            ], code: .invalidOffer, field: "offers[0].waitBetweenOffersMonths"),
+        Case(
+            name: "audience on an intro offer", groups: g, products: p,
             offers: [offer(type: .introductory, audience: [.lapsed])], code: .invalidOffer,
             field: "offers[0].audience"),
-        Case(name: "empty audience", groups: g, products: p, offers: [offer(audience: [])], code: .invalidOffer,
+        Case(
+            name: "empty audience", groups: g, products: p, offers: [offer(audience: [])], code: .invalidOffer,
             field: "offers[0].audience"),
-        Case(name: "two current intro offers", groups: g, products: p,
+        Case(
+            name: "two current intro offers", groups: g, products: p,
             offers: [offer("a", type: .introductory), offer("b", type: .introductory)], code: .invalidOffer,
             field: "offers[1].type"),
-        Case(name: "eleven active promotional offers", groups: g, products: p,
+        Case(
+            name: "eleven active promotional offers", groups: g, products: p,
             offers: (0..<11).map { offer("p\($0)") }, code: .tooManyPromotionalOffers, field: "offers[10].productId"),
     ]
 

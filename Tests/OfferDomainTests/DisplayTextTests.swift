@@ -18,43 +18,61 @@ struct DisplayTextTests {
 
     static let englishCases: [Case] = [
         // The examples of API.md.
-        Case(productPeriod: "P1Y", productPrice: "19.99", mode: .freeTrial, period: "P7D", count: 1, price: nil,
+        Case(
+            productPeriod: "P1Y", productPrice: "19.99", mode: .freeTrial, period: "P7D", count: 1, price: nil,
             expected: "7 days free, then $19.99/year"),
-        Case(productPeriod: "P1M", productPrice: "2.99", mode: .freeTrial, period: "P1M", count: 1, price: nil,
+        Case(
+            productPeriod: "P1M", productPrice: "2.99", mode: .freeTrial, period: "P1M", count: 1, price: nil,
             expected: "1 month free, then $2.99/month"),
-        Case(productPeriod: "P1M", productPrice: "4.99", mode: .payAsYouGo, period: "P1M", count: 3, price: "0.99",
+        Case(
+            productPeriod: "P1M", productPrice: "4.99", mode: .payAsYouGo, period: "P1M", count: 3, price: "0.99",
             expected: "$0.99/month for 3 months, then $4.99/month"),
-        Case(productPeriod: "P1Y", productPrice: "19.99", mode: .payUpFront, period: "P6M", count: 1, price: "9.99",
+        Case(
+            productPeriod: "P1Y", productPrice: "19.99", mode: .payUpFront, period: "P6M", count: 1, price: "9.99",
             expected: "$9.99 for 6 months, then $19.99/year"),
         // Every unit, singular and plural.
-        Case(productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P1D", count: 1, price: nil,
+        Case(
+            productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P1D", count: 1, price: nil,
             expected: "1 day free, then $4.99/month"),
-        Case(productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P3D", count: 1, price: nil,
+        Case(
+            productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P3D", count: 1, price: nil,
             expected: "3 days free, then $4.99/month"),
-        Case(productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P1W", count: 1, price: nil,
+        Case(
+            productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P1W", count: 1, price: nil,
             expected: "1 week free, then $4.99/month"),
-        Case(productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P2W", count: 1, price: nil,
+        Case(
+            productPeriod: "P1M", productPrice: "4.99", mode: .freeTrial, period: "P2W", count: 1, price: nil,
             expected: "2 weeks free, then $4.99/month"),
-        Case(productPeriod: "P1Y", productPrice: "49", mode: .freeTrial, period: "P2M", count: 1, price: nil,
+        Case(
+            productPeriod: "P1Y", productPrice: "49", mode: .freeTrial, period: "P2M", count: 1, price: nil,
             expected: "2 months free, then $49.00/year"),
-        Case(productPeriod: "P1Y", productPrice: "49", mode: .payUpFront, period: "P1Y", count: 1, price: "29.99",
+        Case(
+            productPeriod: "P1Y", productPrice: "49", mode: .payUpFront, period: "P1Y", count: 1, price: "29.99",
             expected: "$29.99 for 1 year, then $49.00/year"),
-        Case(productPeriod: "P1M", productPrice: "4.99", mode: .payUpFront, period: "P2Y", count: 1, price: "99",
+        Case(
+            productPeriod: "P1M", productPrice: "4.99", mode: .payUpFront, period: "P2Y", count: 1, price: "99",
             expected: "$99.00 for 2 years, then $4.99/month"),
-        Case(productPeriod: "P1M", productPrice: "4.99", mode: .payAsYouGo, period: "P1M", count: 1, price: "0.99",
+        Case(
+            productPeriod: "P1M", productPrice: "4.99", mode: .payAsYouGo, period: "P1M", count: 1, price: "0.99",
             expected: "$0.99/month for 1 month, then $4.99/month"),
-        Case(productPeriod: "P1W", productPrice: "1.99", mode: .payAsYouGo, period: "P1W", count: 2, price: "0.99",
+        Case(
+            productPeriod: "P1W", productPrice: "1.99", mode: .payAsYouGo, period: "P1W", count: 2, price: "0.99",
             expected: "$0.99/week for 2 weeks, then $1.99/week"),
-        Case(productPeriod: "P1W", productPrice: "1.99", mode: .payAsYouGo, period: "P1W", count: 1, price: "0.99",
+        Case(
+            productPeriod: "P1W", productPrice: "1.99", mode: .payAsYouGo, period: "P1W", count: 1, price: "0.99",
             expected: "$0.99/week for 1 week, then $1.99/week"),
-        Case(productPeriod: "P1D", productPrice: "0.49", mode: .freeTrial, period: "P1D", count: 1, price: nil,
+        Case(
+            productPeriod: "P1D", productPrice: "0.49", mode: .freeTrial, period: "P1D", count: 1, price: nil,
             expected: "1 day free, then $0.49/day"),
         // Billing periods of several units.
-        Case(productPeriod: "P3M", productPrice: "14.99", mode: .payAsYouGo, period: "P3M", count: 2, price: "9.99",
+        Case(
+            productPeriod: "P3M", productPrice: "14.99", mode: .payAsYouGo, period: "P3M", count: 2, price: "9.99",
             expected: "$9.99 every 3 months for 6 months, then $14.99 every 3 months"),
-        Case(productPeriod: "P2W", productPrice: "2.99", mode: .freeTrial, period: "P1W", count: 1, price: nil,
+        Case(
+            productPeriod: "P2W", productPrice: "2.99", mode: .freeTrial, period: "P1W", count: 1, price: nil,
             expected: "1 week free, then $2.99 every 2 weeks"),
-        Case(productPeriod: "P1Y", productPrice: "1234.5", mode: .freeTrial, period: "P1M", count: 1, price: nil,
+        Case(
+            productPeriod: "P1Y", productPrice: "1234.5", mode: .freeTrial, period: "P1M", count: 1, price: nil,
             expected: "1 month free, then $1,234.50/year"),
     ]
 
@@ -115,12 +133,14 @@ struct DisplayTextTests {
 
     @Test("yen sentences")
     func yen() {
-        let c = Case(productPeriod: "P1M", productPrice: "980", mode: .payAsYouGo, period: "P1M", count: 3,
+        let c = Case(
+            productPeriod: "P1M", productPrice: "980", mode: .payAsYouGo, period: "P1M", count: 3,
             price: "480", expected: "")
         #expect(
             Self.render(c, currency: "JPY", locale: Locale(identifier: "ja_JP"))
                 == "\u{00A5}480/month for 3 months, then \u{00A5}980/month")
-        let upFront = Case(productPeriod: "P1Y", productPrice: "9800", mode: .payUpFront, period: "P6M", count: 1,
+        let upFront = Case(
+            productPeriod: "P1Y", productPrice: "9800", mode: .payUpFront, period: "P6M", count: 1,
             price: "3900", expected: "")
         #expect(
             Self.render(upFront, currency: "JPY", locale: Locale(identifier: "ja_JP"))

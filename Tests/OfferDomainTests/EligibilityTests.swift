@@ -46,8 +46,11 @@ struct EligibilityTests {
     @Test("an intro used on a sibling product blocks this product's intro (from transactions)")
     func introSibling() throws {
         let history = F.history(
-            [F.tx("t", "yearly", from: "2026-01-01", to: "2026-02-01", offer: .introductory, offerId: "intro-yearly",
-                autoRenew: false)], at: "2026-06-01")
+            [
+                F.tx(
+                    "t", "yearly", from: "2026-01-01", to: "2026-02-01", offer: .introductory, offerId: "intro-yearly",
+                    autoRenew: false)
+            ], at: "2026-06-01")
         let verdicts = try Eligibility.evaluate(
             productId: "monthly", catalog: F.standard, history: history, at: day("2026-06-01"))
         let intro = try #require(verdicts.first { $0.offerId == "intro-monthly" })
@@ -179,7 +182,8 @@ struct EligibilityTests {
     func winBackMissingParameters() {
         var offer = Self.winBack
         offer.winBack = nil
-        let verdict = Eligibility.evaluate(offer: offer, history: Self.group(.expired, lapsedAt: "2026-01-01"),
+        let verdict = Eligibility.evaluate(
+            offer: offer, history: Self.group(.expired, lapsedAt: "2026-01-01"),
             at: day("2026-04-01"))
         #expect(verdict.reasons == [.missingWinBackParameters])
     }
@@ -188,7 +192,8 @@ struct EligibilityTests {
     func winBackFromTransactions() throws {
         // Six paid months, lapsed 2026-01-01 with auto-renew off.
         let transactions = (0..<6).map { i in
-            F.tx("m\(i)", from: String(format: "2025-%02d-01", i + 7),
+            F.tx(
+                "m\(i)", from: String(format: "2025-%02d-01", i + 7),
                 to: i == 5 ? "2026-01-01" : String(format: "2025-%02d-01", i + 8), autoRenew: false)
         }
         let catalog = F.catalog([Self.winBack])
@@ -215,8 +220,12 @@ struct EligibilityTests {
             (.promotional, "2027-01-01", [.offerEnded]),
         ])
     func windows(type: OfferType, at: String, reasons: [ReasonCode]) {
-        var offer = type == .winBack ? F.winBack("w", lapse: (0, 99)) : type == .promotional ? F.promoMonthly
-            : F.introMonthly
+        var offer =
+            type == .winBack
+            ? F.winBack("w", lapse: (0, 99))
+            : type == .promotional
+                ? F.promoMonthly
+                : F.introMonthly
         offer.startsAt = day("2026-06-01")
         offer.endsAt = day("2026-07-01")
         let history = type == .introductory ? Self.group(.never) : Self.group(.expired, lapsedAt: "2026-01-01")

@@ -18,59 +18,76 @@ struct HistoryTests {
     }
 
     static let stateCases: [StateCase] = [
-        StateCase(name: "no transactions", transactions: [], at: "2026-03-01", state: .never, autoRenew: nil,
+        StateCase(
+            name: "no transactions", transactions: [], at: "2026-03-01", state: .never, autoRenew: nil,
             lapsedAt: nil),
-        StateCase(name: "active mid-period", transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01")],
+        StateCase(
+            name: "active mid-period", transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01")],
             at: "2026-02-15", state: .active, autoRenew: true, lapsedAt: nil),
-        StateCase(name: "active at the purchase instant",
+        StateCase(
+            name: "active at the purchase instant",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01")], at: "2026-02-01", state: .active,
             autoRenew: true, lapsedAt: nil),
-        StateCase(name: "one second before expiry is active",
+        StateCase(
+            name: "one second before expiry is active",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", autoRenew: false)],
             at: "2026-02-28T23:59:59Z", state: .active, autoRenew: false, lapsedAt: nil),
-        StateCase(name: "expiry exactly at `at` is expired",
+        StateCase(
+            name: "expiry exactly at `at` is expired",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", autoRenew: false)], at: "2026-03-01",
             state: .expired, autoRenew: false, lapsedAt: "2026-03-01"),
-        StateCase(name: "billing retry after expiry",
+        StateCase(
+            name: "billing retry after expiry",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", retry: true)], at: "2026-03-05",
             state: .billingRetry, autoRenew: true, lapsedAt: nil),
-        StateCase(name: "grace period beats billing retry",
+        StateCase(
+            name: "grace period beats billing retry",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", retry: true, grace: "2026-03-07")],
             at: "2026-03-05", state: .gracePeriod, autoRenew: true, lapsedAt: nil),
-        StateCase(name: "grace period ended, still retrying",
+        StateCase(
+            name: "grace period ended, still retrying",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", retry: true, grace: "2026-03-07")],
             at: "2026-03-07", state: .billingRetry, autoRenew: true, lapsedAt: nil),
-        StateCase(name: "grace ended, retry over: expired",
+        StateCase(
+            name: "grace ended, retry over: expired",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", grace: "2026-03-07")],
             at: "2026-03-08", state: .expired, autoRenew: true, lapsedAt: "2026-03-01"),
-        StateCase(name: "billing retry on its 60th day",
+        StateCase(
+            name: "billing retry on its 60th day",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", retry: true)], at: "2026-04-29T23:59:59Z",
             state: .billingRetry, autoRenew: true, lapsedAt: nil),
-        StateCase(name: "a retry flag older than 60 days is stale: expired",
+        StateCase(
+            name: "a retry flag older than 60 days is stale: expired",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", retry: true)], at: "2026-04-30",
             state: .expired, autoRenew: true, lapsedAt: "2026-03-01"),
-        StateCase(name: "retry flag while unexpired is still active",
+        StateCase(
+            name: "retry flag while unexpired is still active",
             transactions: [F.tx("t1", from: "2026-02-01", to: "2026-03-01", retry: true)], at: "2026-02-10",
             state: .active, autoRenew: true, lapsedAt: nil),
-        StateCase(name: "revoked latest transaction",
+        StateCase(
+            name: "revoked latest transaction",
             transactions: [
                 F.tx("t1", from: "2026-01-01", to: "2026-02-01"),
                 F.tx("t2", from: "2026-02-01", to: "2026-03-01", revoked: "2026-02-10"),
             ], at: "2026-02-15", state: .revoked, autoRenew: true, lapsedAt: "2026-02-10"),
-        StateCase(name: "revocation after `at` is not yet known",
+        StateCase(
+            name: "revocation after `at` is not yet known",
             transactions: [F.tx("t2", from: "2026-02-01", to: "2026-03-01", revoked: "2026-02-20")],
             at: "2026-02-15", state: .active, autoRenew: true, lapsedAt: nil),
-        StateCase(name: "revoked earlier transaction, active newer one",
+        StateCase(
+            name: "revoked earlier transaction, active newer one",
             transactions: [
                 F.tx("t1", from: "2026-01-01", to: "2026-02-01", revoked: "2026-01-05"),
                 F.tx("t2", "yearly", from: "2026-02-01", to: "2027-02-01", autoRenew: false),
             ], at: "2026-03-01", state: .active, autoRenew: false, lapsedAt: nil),
-        StateCase(name: "expired on a sibling product, latest by purchase wins",
+        StateCase(
+            name: "expired on a sibling product, latest by purchase wins",
             transactions: [
                 F.tx("t1", "yearly", from: "2025-01-01", to: "2026-01-01", autoRenew: false),
                 F.tx("t2", from: "2026-01-01", to: "2026-02-01", autoRenew: false),
             ], at: "2026-05-01", state: .expired, autoRenew: false, lapsedAt: "2026-02-01"),
-        StateCase(name: "future purchases are ignored",
+        StateCase(
+            name: "future purchases are ignored",
             transactions: [F.tx("t1", from: "2026-06-01", to: "2026-07-01")], at: "2026-05-01", state: .never,
             autoRenew: nil, lapsedAt: nil),
     ]
@@ -94,52 +111,71 @@ struct HistoryTests {
     }
 
     static let paidCases: [PaidCase] = [
-        PaidCase(name: "twelve contiguous monthly renewals", transactions: (0..<12).map { i in
-            F.tx("m\(i)", from: String(format: "2025-%02d-10", i + 1),
-                to: i == 11 ? "2026-01-10" : String(format: "2025-%02d-10", i + 2))
-        }, at: "2026-06-01", paidMonths: 12),
-        PaidCase(name: "one day short of a month", transactions: [F.tx("t", from: "2026-01-10", to: "2026-02-09")],
+        PaidCase(
+            name: "twelve contiguous monthly renewals",
+            transactions: (0..<12).map { i in
+                F.tx(
+                    "m\(i)", from: String(format: "2025-%02d-10", i + 1),
+                    to: i == 11 ? "2026-01-10" : String(format: "2025-%02d-10", i + 2))
+            }, at: "2026-06-01", paidMonths: 12),
+        PaidCase(
+            name: "one day short of a month", transactions: [F.tx("t", from: "2026-01-10", to: "2026-02-09")],
             at: "2026-06-01", paidMonths: 0),
-        PaidCase(name: "a free trial is not paid time (payment mode from the catalog)",
+        PaidCase(
+            name: "a free trial is not paid time (payment mode from the catalog)",
             transactions: [
                 F.tx("t0", from: "2026-01-01", to: "2026-02-01", offer: .introductory, offerId: "intro-yearly"),
                 F.tx("t1", from: "2026-02-01", to: "2026-04-01"),
             ], at: "2026-06-01", paidMonths: 2),
-        PaidCase(name: "a free trial is not paid time (Apple's offerDiscountType)",
+        PaidCase(
+            name: "a free trial is not paid time (Apple's offerDiscountType)",
             transactions: [
-                F.tx("t0", from: "2026-01-01", to: "2026-02-01", offer: .promotional, offerId: "unknown",
+                F.tx(
+                    "t0", from: "2026-01-01", to: "2026-02-01", offer: .promotional, offerId: "unknown",
                     mode: .freeTrial),
                 F.tx("t1", from: "2026-02-01", to: "2026-04-01"),
             ], at: "2026-06-01", paidMonths: 2),
-        PaidCase(name: "a discounted (pay as you go) offer is paid time",
-            transactions: [F.tx("t0", from: "2026-01-01", to: "2026-04-01", offer: .promotional,
-                offerId: "promo-monthly")], at: "2026-06-01", paidMonths: 3),
-        PaidCase(name: "an unknown offer id counts as paid",
+        PaidCase(
+            name: "a discounted (pay as you go) offer is paid time",
+            transactions: [
+                F.tx(
+                    "t0", from: "2026-01-01", to: "2026-04-01", offer: .promotional,
+                    offerId: "promo-monthly")
+            ], at: "2026-06-01", paidMonths: 3),
+        PaidCase(
+            name: "an unknown offer id counts as paid",
             transactions: [F.tx("t0", from: "2026-01-01", to: "2026-04-01", offer: .promotional, offerId: "gone")],
             at: "2026-06-01", paidMonths: 3),
-        PaidCase(name: "overlaps count once (upgrade to a sibling)",
+        PaidCase(
+            name: "overlaps count once (upgrade to a sibling)",
             transactions: [
                 F.tx("a", from: "2026-01-01", to: "2026-03-01"),
                 F.tx("b", "yearly", from: "2026-02-01", to: "2026-05-01"),
             ], at: "2026-06-01", paidMonths: 4),
-        PaidCase(name: "gaps split the tenure; each stretch rounds down",
+        PaidCase(
+            name: "gaps split the tenure; each stretch rounds down",
             transactions: [
                 F.tx("a", from: "2026-01-01", to: "2026-02-20"),
                 F.tx("b", from: "2026-03-01", to: "2026-04-20"),
             ], at: "2026-06-01", paidMonths: 2),
-        PaidCase(name: "revocation cuts the paid time",
+        PaidCase(
+            name: "revocation cuts the paid time",
             transactions: [F.tx("a", "yearly", from: "2025-01-01", to: "2026-01-01", revoked: "2025-04-15")],
             at: "2026-06-01", paidMonths: 3),
-        PaidCase(name: "revoked at purchase counts zero",
+        PaidCase(
+            name: "revoked at purchase counts zero",
             transactions: [F.tx("a", "yearly", from: "2025-01-01", to: "2026-01-01", revoked: "2025-01-01")],
             at: "2026-06-01", paidMonths: 0),
-        PaidCase(name: "revoked before purchase counts zero",
+        PaidCase(
+            name: "revoked before purchase counts zero",
             transactions: [F.tx("a", "yearly", from: "2025-01-01", to: "2026-01-01", revoked: "2024-12-01")],
             at: "2026-06-01", paidMonths: 0),
-        PaidCase(name: "active subscription counts only elapsed time",
+        PaidCase(
+            name: "active subscription counts only elapsed time",
             transactions: [F.tx("a", "yearly", from: "2026-01-01", to: "2027-01-01")], at: "2026-06-01",
             paidMonths: 5),
-        PaidCase(name: "other groups don't count",
+        PaidCase(
+            name: "other groups don't count",
             transactions: [F.tx("a", "pro", from: "2025-01-01", to: "2026-01-01")], at: "2026-06-01",
             paidMonths: 0),
     ]
@@ -185,8 +221,10 @@ struct HistoryTests {
     @Test("unknown products are reported and ignored; unknown groups read as never")
     func unknownProducts() {
         let history = F.history(
-            [F.tx("z2", "ghost", from: "2026-01-01", to: "2026-02-01"),
-             F.tx("z1", "ghost", from: "2026-01-01", to: "2026-02-01")], at: "2026-03-01")
+            [
+                F.tx("z2", "ghost", from: "2026-01-01", to: "2026-02-01"),
+                F.tx("z1", "ghost", from: "2026-01-01", to: "2026-02-01"),
+            ], at: "2026-03-01")
         #expect(history.ignoredTransactionIds == ["z1", "z2"])
         #expect(history.group("g1").state == .never)
         #expect(history.group("nope") == GroupHistory.never(groupId: "nope"))
@@ -225,8 +263,11 @@ struct HistoryTests {
     func latestTieBreaks() {
         // Same purchase instant (an upgrade): the later expiry carries the renewal state.
         let upgrade = F.history(
-            [F.tx("b", "yearly", from: "2026-01-01", to: "2026-03-01", autoRenew: true),
-             F.tx("a", from: "2026-01-01", to: "2026-02-01", autoRenew: false)], at: "2026-04-01").group("g1")
+            [
+                F.tx("b", "yearly", from: "2026-01-01", to: "2026-03-01", autoRenew: true),
+                F.tx("a", from: "2026-01-01", to: "2026-02-01", autoRenew: false),
+            ], at: "2026-04-01"
+        ).group("g1")
         #expect(upgrade.autoRenew == true)
         #expect(upgrade.lapsedAt == day("2026-03-01"))
         // Same purchase and expiry: the larger transaction id is the latest, whatever the input order.

@@ -122,7 +122,8 @@ struct RankedCatalogTests {
                 id: "a-promo", type: .promotional, productId: "monthly", paymentMode: .payAsYouGo,
                 period: period("P1M"), periodCount: 3, price: usd("2.99")),  // saving 6, smaller id
             F.winBack("wb", price: "4.99", count: 1),  // saving 0
-            Offer(id: "ghost-offer", type: .promotional, productId: "ghost", paymentMode: .freeTrial,
+            Offer(
+                id: "ghost-offer", type: .promotional, productId: "ghost", paymentMode: .freeTrial,
                 period: period("P1W")),
         ])
         let ranked = RankedCatalog(catalog)

@@ -114,8 +114,10 @@ struct PeriodTests {
 
     @Test(
         "rejects other durations",
-        arguments: ["", "P", "1M", "p1m", "P0M", "P01M", "P1", "PM", "P1H", "P1Y2M", "PT1H", "P-1M", "P1000D", "P1.5M",
-            " P1M", "P1m"])
+        arguments: [
+            "", "P", "1M", "p1m", "P0M", "P01M", "P1", "PM", "P1H", "P1Y2M", "PT1H", "P-1M", "P1000D", "P1.5M",
+            " P1M", "P1m",
+        ])
     func rejects(text: String) {
         #expect(SubscriptionPeriod(iso8601: text) == nil)
         do {

@@ -293,8 +293,10 @@ struct AppleDataTests {
         try await Self.withApple { app in
             let token = UUID().uuidString.lowercased()
             try await app.transactions(
-                [app.payloads.transaction(
-                    id: "6501", purchase: days(-200), expires: days(-60), token: token, signed: days(-60))],
+                [
+                    app.payloads.transaction(
+                        id: "6501", purchase: days(-200), expires: days(-60), token: token, signed: days(-60))
+                ],
                 renewals: [app.payloads.renewal(original: "6501", autoRenewStatus: 0, signed: days(-60))])
             let params: JSONValue = ["customerId": .string(token), "productId": "monthly"]
             let first = try await app.client.call(method: "offers.best", params: params)
@@ -582,7 +584,12 @@ struct AppleDataTests {
             let environment: String?
             let bundleId: String?
             let appAppleId: Int64?
-            let derived_from: String?
+            let derivedFrom: String?
+
+            enum CodingKeys: String, CodingKey {
+                case file, expected, kind, environment, bundleId, appAppleId
+                case derivedFrom = "derived_from"
+            }
         }
         let directory = PackagePaths.root.appendingPathComponent("Tests/OfferGatewayTests/Fixtures/AppleSignedData")
         let manifest = try JSONDecoder().decode(
@@ -596,7 +603,7 @@ struct AppleDataTests {
         try await TestGateway.with { gateway in
             let admin = try await gateway.admin()
             for (index, entry) in manifest.enumerated() {
-                let tenantEntry = manifest.first { $0.file == entry.derived_from } ?? entry
+                let tenantEntry = manifest.first { $0.file == entry.derivedFrom } ?? entry
                 let slug = "real-\(index)"
                 let key = try await gateway.createTenant(
                     slug, bundleId: tenantEntry.bundleId ?? "com.example.unused", admin: admin)

@@ -1,11 +1,12 @@
 import Foundation
 import JSONRPC
 import OfferCrypto
-@testable import OfferGateway
-@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing
+
+@testable import OfferGateway
+@testable import OfferStore
 
 /// "Caches are never stale", even when the change feed's consumer falls behind: a flood past the feed's buffer
 /// turns into one "drop everything", never into silently lost changes.

@@ -1,10 +1,11 @@
-import OfferCrypto
 import Foundation
 import JSONRPC
+import OfferCrypto
 import OfferGateway
 import OfferTestSupport
 import Postgres
 import Testing
+
 @testable import OfferStore
 
 /// API.md §1, §2 and §7 over real sockets: every error code these methods can produce, batches, pipelining and
@@ -22,8 +23,10 @@ struct ConformanceTests {
             #expect(parse["id"] == .null)
             #expect(parse["jsonrpc"]?.stringValue == "2.0")
             // -32600: not an object, missing method, wrong version
-            for line in [#"42"#, #"{"jsonrpc":"2.0","id":"a"}"#, #"{"jsonrpc":"1.0","id":"b","method":"system.ping"}"#,
-                         #"{"jsonrpc":"2.0","id":"c","method":7}"#] {
+            for line in [
+                #"42"#, #"{"jsonrpc":"2.0","id":"a"}"#, #"{"jsonrpc":"1.0","id":"b","method":"system.ping"}"#,
+                #"{"jsonrpc":"2.0","id":"c","method":7}"#,
+            ] {
                 let answer = try await client.rawExchange(line)
                 #expect(answer["error"]?["code"]?.int64Value == -32600, "\(line) -> \(answer.text)")
                 #expect(answer["error"]?["data"]?["reason"]?.stringValue != nil)
@@ -32,7 +35,9 @@ struct ConformanceTests {
             let empty = try await client.rawExchange("[]")
             #expect(empty["error"]?["code"]?.int64Value == -32600, "\(empty.text)")
             // frame too large: -32600 frame_too_large, then the connection still works
-            let big = #"{"jsonrpc":"2.0","id":"big","method":"system.ping","params":{"x":""# + String(repeating: "x", count: 10_000) + #""}}"#
+            let big =
+                #"{"jsonrpc":"2.0","id":"big","method":"system.ping","params":{"x":""#
+                + String(repeating: "x", count: 10_000) + #""}}"#
             let tooLarge = try await client.rawExchange(big)
             #expect(tooLarge["error"]?["code"]?.int64Value == -32600)
             #expect(tooLarge["error"]?["data"]?["reason"]?.stringValue == "frame_too_large")
@@ -83,15 +88,19 @@ struct ConformanceTests {
             #expect(next["id"]?.stringValue == "after")
             // pipelining: a slow catalog.upsert (2,000 products) sent before a ping is answered after it
             let products: [JSONValue] = (0..<2000).map {
-                ["id": .string("bulk.\($0)"), "groupId": "premium", "period": "P1M", "price": "1.99", "currency": "USD",
-                 "level": .int(3 + $0)]
+                [
+                    "id": .string("bulk.\($0)"), "groupId": "premium", "period": "P1M", "price": "1.99",
+                    "currency": "USD",
+                    "level": .int(3 + $0),
+                ]
             }
             let slow = JSONValue.object([
                 "jsonrpc": "2.0", "id": "slow", "method": "catalog.upsert",
                 "params": ["tenant": "acme", "products": .array(products)],
             ])
-            try admin.sendRaw(bytes: JSONSerializer.serialize(slow) + [0x0A]
-                + Array(#"{"jsonrpc":"2.0","id":"fast","method":"system.ping"}"#.utf8) + [0x0A])
+            try admin.sendRaw(
+                bytes: JSONSerializer.serialize(slow) + [0x0A]
+                    + Array(#"{"jsonrpc":"2.0","id":"fast","method":"system.ping"}"#.utf8) + [0x0A])
             let first = try #require(try await admin.nextRawValue())
             let second = try #require(try await admin.nextRawValue(timeout: .seconds(100)))
             #expect(first["id"]?.stringValue == "fast", "responses come in completion order")
@@ -148,7 +157,9 @@ struct ConformanceTests {
             }
             // -32002: a tenant key on admin methods
             for method in ["tenants.create", "tenants.list", "keys.list", "catalog.upsert", "system.stats"] {
-                let error = await expectRPCError(-32002) { try await client.call(method: method, params: ["tenant": "acme"]) }
+                let error = await expectRPCError(-32002) {
+                    try await client.call(method: method, params: ["tenant": "acme"])
+                }
                 #expect(error?.reason == "admin_only")
             }
             // -32004: unknown product, tenant, offer
@@ -164,8 +175,10 @@ struct ConformanceTests {
             await expectRPCError(-32004) {
                 try await client.call(
                     method: "subscriptions.record",
-                    params: ["customerId": "c1", "productId": "ghost", "transactionId": "t1",
-                             "purchaseDate": "2026-10-01T00:00:00Z", "expiresDate": "2026-11-01T00:00:00Z"])
+                    params: [
+                        "customerId": "c1", "productId": "ghost", "transactionId": "t1",
+                        "purchaseDate": "2026-10-01T00:00:00Z", "expiresDate": "2026-11-01T00:00:00Z",
+                    ])
             }
             // -32009: slug exists, key id exists
             await expectRPCError(-32009) {
@@ -192,9 +205,11 @@ struct ConformanceTests {
             // -32030: after retiring the only key, signing fails (the customer is eligible: at risk)
             _ = try await client.call(
                 method: "subscriptions.record",
-                params: ["customerId": "c1", "productId": "monthly", "transactionId": "t1",
-                         "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
-                         "autoRenew": false])
+                params: [
+                    "customerId": "c1", "productId": "monthly", "transactionId": "t1",
+                    "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
+                    "autoRenew": false,
+                ])
             _ = try await client.call(
                 method: "offers.sign",
                 params: ["customerId": "c1", "productId": "monthly", "offerId": "promo.half", "format": "v1"])
@@ -203,7 +218,8 @@ struct ConformanceTests {
                 try await admin.call(method: "keys.retire", params: ["tenant": "acme", "keyId": "K1\u{0}x"])
             }
             #expect(nul != nil)
-            #expect(try await admin.call(method: "keys.list", params: ["tenant": "acme"])["keys"]?[0]?["state"] == "active")
+            #expect(
+                try await admin.call(method: "keys.list", params: ["tenant": "acme"])["keys"]?[0]?["state"] == "active")
             await expectRPCError(-32004) {
                 try await admin.call(method: "keys.list", params: ["tenant": "acme\u{0}x"])
             }
@@ -231,8 +247,12 @@ struct ConformanceTests {
             // a new key becomes active, the previously active one goes to standby; V1 signs with the new key
             try await gw.importKey(tenant: "acme", keyId: "K3", admin: admin)
             let states = try await admin.call(method: "keys.list", params: ["tenant": "acme"])["keys"]?.arrayValue ?? []
-            #expect(Dictionary(uniqueKeysWithValues: states.map { ($0["keyId"]?.stringValue ?? "", $0["state"]?.stringValue ?? "") })
-                == ["K1": "retired", "K2": "standby", "K3": "active"])
+            #expect(
+                Dictionary(
+                    uniqueKeysWithValues: states.map {
+                        ($0["keyId"]?.stringValue ?? "", $0["state"]?.stringValue ?? "")
+                    })
+                    == ["K1": "retired", "K2": "standby", "K3": "active"])
             #expect(!states.contains { $0.text.contains("PRIVATE") })
             let signed = try await client.call(
                 method: "offers.sign",
@@ -334,8 +354,10 @@ struct ConformanceTests {
             let outcomes = await withTaskGroup(of: Bool.self) { group in
                 for batch in 0..<3 {
                     let offers: [JSONValue] = (0..<4).map {
-                        ["id": .string("promo.\(batch).\($0)"), "type": "promotional", "productId": "monthly",
-                         "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 1, "price": "3.99"]
+                        [
+                            "id": .string("promo.\(batch).\($0)"), "type": "promotional", "productId": "monthly",
+                            "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 1, "price": "3.99",
+                        ]
                     }
                     group.addTask {
                         (try? await admin.call(
@@ -363,9 +385,11 @@ struct ConformanceTests {
             defer { client.close() }
             _ = try await client.call(
                 method: "subscriptions.record",
-                params: ["customerId": "c1", "productId": "monthly", "transactionId": "t1",
-                         "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
-                         "autoRenew": false])
+                params: [
+                    "customerId": "c1", "productId": "monthly", "transactionId": "t1",
+                    "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
+                    "autoRenew": false,
+                ])
             _ = try await gw.database.pool.query("DROP TABLE issued_signatures")
             let error = await expectRPCError(-32603) {
                 try await client.call(
@@ -476,7 +500,9 @@ struct ConformanceTests {
             await expectRPCError(-32001) {
                 try await fresh.call(method: "session.authenticate", params: ["apiKey": .string(oldKey)])
             }
-            #expect(try await fresh.call(method: "session.authenticate", params: ["apiKey": .string(newKey)])["tenant"] == "acme")
+            #expect(
+                try await fresh.call(method: "session.authenticate", params: ["apiKey": .string(newKey)])["tenant"]
+                    == "acme")
             let tenants = try await client.call(method: "tenants.list", params: [:])
             #expect(tenants["tenants"]?.arrayValue?.count == 1)
             #expect(!tenants.text.contains(newKey) && !tenants.text.contains(oldKey))
@@ -492,13 +518,17 @@ struct ConformanceTests {
             try await gw.upsertStandardCatalog(tenant: "acme", admin: admin)
             // 2 promotional offers exist on monthly; 9 more makes 11 > 10
             let extra: [JSONValue] = (0..<9).map {
-                ["id": .string("promo.extra.\($0)"), "type": "promotional", "productId": "monthly",
-                 "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 1, "price": "3.99"]
+                [
+                    "id": .string("promo.extra.\($0)"), "type": "promotional", "productId": "monthly",
+                    "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 1, "price": "3.99",
+                ]
             }
             let tooMany = await expectRPCError(-32602) {
                 try await admin.call(method: "catalog.upsert", params: ["tenant": "acme", "offers": .array(extra)])
             }
-            #expect(tooMany?.data?["param"]?.stringValue?.hasPrefix("params.offers") == true, "\(String(describing: tooMany))")
+            #expect(
+                tooMany?.data?["param"]?.stringValue?.hasPrefix("params.offers") == true,
+                "\(String(describing: tooMany))")
             #expect(try await gw.count("SELECT count(*)::int8 FROM offers WHERE type = 'promotional'") == 2)
             // 8 more is exactly 10: accepted
             _ = try await admin.call(
@@ -507,20 +537,41 @@ struct ConformanceTests {
             await expectRPCError(-32602, param: "params.products[0].price") {
                 try await admin.call(
                     method: "catalog.upsert",
-                    params: ["tenant": "acme", "products": [["id": "p", "groupId": "premium", "period": "P1M",
-                                                             "price": "abc", "currency": "USD", "level": 1]]])
+                    params: [
+                        "tenant": "acme",
+                        "products": [
+                            [
+                                "id": "p", "groupId": "premium", "period": "P1M",
+                                "price": "abc", "currency": "USD", "level": 1,
+                            ]
+                        ],
+                    ])
             }
             await expectRPCError(-32602, param: "params.offers[0].type") {
                 try await admin.call(
                     method: "catalog.upsert",
-                    params: ["tenant": "acme", "offers": [["id": "o", "type": "bogus", "productId": "monthly",
-                                                           "paymentMode": "freeTrial", "period": "P1W"]]])
+                    params: [
+                        "tenant": "acme",
+                        "offers": [
+                            [
+                                "id": "o", "type": "bogus", "productId": "monthly",
+                                "paymentMode": "freeTrial", "period": "P1W",
+                            ]
+                        ],
+                    ])
             }
             await expectRPCError(-32602, param: "params.offers[0].productId") {
                 try await admin.call(
                     method: "catalog.upsert",
-                    params: ["tenant": "acme", "offers": [["id": "o", "type": "promotional", "productId": "ghost",
-                                                           "paymentMode": "payUpFront", "period": "P1M", "price": "1.00"]]])
+                    params: [
+                        "tenant": "acme",
+                        "offers": [
+                            [
+                                "id": "o", "type": "promotional", "productId": "ghost",
+                                "paymentMode": "payUpFront", "period": "P1M", "price": "1.00",
+                            ]
+                        ],
+                    ])
             }
             let client = try await gw.tenant(key)
             defer { client.close() }
@@ -532,21 +583,26 @@ struct ConformanceTests {
             record["autoRenew"] = false
             #expect(try await client.call(method: "subscriptions.record", params: .object(record))["recorded"] == true)
             #expect(try await gw.count("SELECT count(*)::int8 FROM subscription_transactions") == 1)
-            #expect(try await gw.count("SELECT count(*)::int8 FROM subscription_transactions WHERE NOT auto_renew") == 1)
+            #expect(
+                try await gw.count("SELECT count(*)::int8 FROM subscription_transactions WHERE NOT auto_renew") == 1)
             let customer = try await client.call(method: "customers.get", params: ["customerId": "c1"])
             #expect(customer["groups"]?[0]?["autoRenew"] == false)
             #expect(customer["groups"]?[0]?["state"]?.stringValue == "active")
             await expectRPCError(-32602, param: "params.expiresDate") {
                 try await client.call(
                     method: "subscriptions.record",
-                    params: ["customerId": "c1", "productId": "monthly", "transactionId": "t-2",
-                             "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-10-01T00:00:00Z"])
+                    params: [
+                        "customerId": "c1", "productId": "monthly", "transactionId": "t-2",
+                        "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-10-01T00:00:00Z",
+                    ])
             }
             await expectRPCError(-32602, param: "params.offerType") {
                 try await client.call(
                     method: "subscriptions.record",
-                    params: ["customerId": "c1", "productId": "monthly", "transactionId": "t-2", "offerType": 9,
-                             "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z"])
+                    params: [
+                        "customerId": "c1", "productId": "monthly", "transactionId": "t-2", "offerType": 9,
+                        "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
+                    ])
             }
         }
     }
@@ -564,8 +620,15 @@ struct ConformanceTests {
             #expect(before["products"]?.arrayValue?.count == 2)  // now cached in process two
             _ = try await admin.call(
                 method: "catalog.upsert",
-                params: ["tenant": "acme", "products": [["id": "weekly", "groupId": "premium", "period": "P1W",
-                                                         "price": "1.99", "currency": "USD", "level": 3]]])
+                params: [
+                    "tenant": "acme",
+                    "products": [
+                        [
+                            "id": "weekly", "groupId": "premium", "period": "P1W",
+                            "price": "1.99", "currency": "USD", "level": 3,
+                        ]
+                    ],
+                ])
             // The change is committed when the upsert answers: from then on, process two has one second.
             let started = ContinuousClock.now
             let seen = try await eventually(timeout: .seconds(3)) {

@@ -53,9 +53,11 @@ struct DecisionMemoTests {
             // 2026-11-19: monthly since Aug 1, auto-renew off, expiring Nov 25: at risk, so a promotional offer.
             _ = try await app.call(
                 method: "subscriptions.record",
-                params: ["customerId": "c1", "productId": "monthly", "transactionId": "t1",
-                         "purchaseDate": "2026-08-01T12:00:00Z", "expiresDate": "2026-11-25T12:00:00Z",
-                         "autoRenew": false])
+                params: [
+                    "customerId": "c1", "productId": "monthly", "transactionId": "t1",
+                    "purchaseDate": "2026-08-01T12:00:00Z", "expiresDate": "2026-11-25T12:00:00Z",
+                    "autoRenew": false,
+                ])
             let atRisk = try await best()
             #expect(winnerType(atRisk) == "promotional")
             let stats = try await admin.call(method: "system.stats", params: [:])
@@ -78,19 +80,26 @@ struct DecisionMemoTests {
             // The customer renews with auto-renew on: active, nothing to offer.
             _ = try await app.call(
                 method: "subscriptions.record",
-                params: ["customerId": "c1", "productId": "monthly", "transactionId": "t2",
-                         "purchaseDate": "2026-12-26T11:00:00Z", "expiresDate": "2027-01-26T11:00:00Z",
-                         "autoRenew": true])
+                params: [
+                    "customerId": "c1", "productId": "monthly", "transactionId": "t2",
+                    "purchaseDate": "2026-12-26T11:00:00Z", "expiresDate": "2027-01-26T11:00:00Z",
+                    "autoRenew": true,
+                ])
             #expect(try await best()["offer"] == .null)
 
             // The catalog gains a promotional offer for active subscribers.
             _ = try await admin.call(
                 method: "catalog.upsert",
-                params: ["tenant": "acme", "offers": [
-                    ["id": "promo.loyal", "type": "promotional", "productId": "monthly",
-                     "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 2, "price": "3.99",
-                     "audience": ["active"]],
-                ]])
+                params: [
+                    "tenant": "acme",
+                    "offers": [
+                        [
+                            "id": "promo.loyal", "type": "promotional", "productId": "monthly",
+                            "paymentMode": "payAsYouGo", "period": "P1M", "periodCount": 2, "price": "3.99",
+                            "audience": ["active"],
+                        ]
+                    ],
+                ])
             #expect(try await best()["offer"]?["offerId"] == "promo.loyal")
         }
     }
@@ -115,9 +124,11 @@ struct DecisionMemoTests {
             // TestGateway.now is 2026-11-19T12:00Z: active since Nov 1, auto-renew off → at risk.
             _ = try await writer.call(
                 method: "subscriptions.record",
-                params: ["customerId": "c2", "productId": "monthly", "transactionId": "t9",
-                         "purchaseDate": "2026-11-01T12:00:00Z", "expiresDate": "2026-12-01T12:00:00Z",
-                         "autoRenew": false])
+                params: [
+                    "customerId": "c2", "productId": "monthly", "transactionId": "t9",
+                    "purchaseDate": "2026-11-01T12:00:00Z", "expiresDate": "2026-12-01T12:00:00Z",
+                    "autoRenew": false,
+                ])
             let started = ContinuousClock.now
             let seen = try await eventually(timeout: .seconds(3)) {
                 try await reader.call(method: "offers.best", params: params)["offer"]?["type"] == "promotional"

@@ -3,6 +3,7 @@ import JSONRPC
 import OfferCrypto
 import Postgres
 import Testing
+
 @testable import OfferStore
 
 /// Records the raw request/response lines of a session (for docs/guide.md) with secrets replaced.
@@ -49,12 +50,14 @@ struct EndToEndTests {
             }
             let admin = try await gw.connect()
             defer { admin.close() }
-            let auth = try await t.exchange(admin, request("session.authenticate", ["apiKey": .string(TestGateway.adminKey)]),
-                                            label: "operator authenticates with the admin key")
+            let auth = try await t.exchange(
+                admin, request("session.authenticate", ["apiKey": .string(TestGateway.adminKey)]),
+                label: "operator authenticates with the admin key")
             #expect(auth["result"] == ["tenant": .null, "role": "admin"])
             let created = try await t.exchange(
                 admin,
-                request("tenants.create", ["slug": "acme-fitness", "bundleId": "com.acme.fitness", "name": "Acme Fitness"]),
+                request(
+                    "tenants.create", ["slug": "acme-fitness", "bundleId": "com.acme.fitness", "name": "Acme Fitness"]),
                 label: "create the tenant (the API key is shown once)")
             let apiKey = try #require(created["result"]?["apiKey"]?.stringValue)
             #expect(apiKey.hasPrefix("og_"))
@@ -71,14 +74,20 @@ struct EndToEndTests {
 
             let key = try SigningKey.generate()
             let pem = try key.exportPKCS8PEM()
-            t.secrets.append((pem.replacingOccurrences(of: "\n", with: "\\n"), "<CONTENTS OF SubscriptionKey_ABC123DEFG.p8>"))
+            t.secrets.append(
+                (pem.replacingOccurrences(of: "\n", with: "\\n"), "<CONTENTS OF SubscriptionKey_ABC123DEFG.p8>"))
             let keyResult = try await t.exchange(
                 admin,
-                request("keys.import", ["tenant": "acme-fitness", "keyId": "ABC123DEFG",
-                                        "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyPem": .string(pem)]),
+                request(
+                    "keys.import",
+                    [
+                        "tenant": "acme-fitness", "keyId": "ABC123DEFG",
+                        "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyPem": .string(pem),
+                    ]),
                 label: "import the App Store Connect In-App Purchase key (.p8)")
             #expect(keyResult["result"]?["state"]?.stringValue == "active")
-            let listed = try await t.exchange(admin, request("keys.list", ["tenant": "acme-fitness"]), label: "list keys")
+            let listed = try await t.exchange(
+                admin, request("keys.list", ["tenant": "acme-fitness"]), label: "list keys")
             let listedText = listed.text
             #expect(listed["result"]?["keys"]?[0]?["keyId"]?.stringValue == "ABC123DEFG")
             #expect(listed["result"]?["keys"]?[0]?["publicKeyPem"]?.stringValue == key.publicKeyPEM)
@@ -95,19 +104,24 @@ struct EndToEndTests {
             let lower = customer.lowercased()
             let recorded = try await t.exchange(
                 app,
-                request("subscriptions.record", [
-                    "customerId": .string(customer), "productId": "com.acme.fitness.monthly",
-                    "transactionId": "2000000815533041", "originalTransactionId": "2000000815533041",
-                    "purchaseDate": "2026-11-01T09:30:00Z", "expiresDate": "2026-12-01T09:30:00Z", "autoRenew": false,
-                ]),
+                request(
+                    "subscriptions.record",
+                    [
+                        "customerId": .string(customer), "productId": "com.acme.fitness.monthly",
+                        "transactionId": "2000000815533041", "originalTransactionId": "2000000815533041",
+                        "purchaseDate": "2026-11-01T09:30:00Z", "expiresDate": "2026-12-01T09:30:00Z",
+                        "autoRenew": false,
+                    ]),
                 label: "record what the App Store reported: a monthly subscriber who turned auto-renew off")
             #expect(recorded["result"]?["recorded"] == true)
-            let got = try await t.exchange(app, request("customers.get", ["customerId": .string(lower)]),
-                                           label: "the customer's derived state")
+            let got = try await t.exchange(
+                app, request("customers.get", ["customerId": .string(lower)]),
+                label: "the customer's derived state")
             #expect(got["result"]?["groups"]?[0]?["state"]?.stringValue == "active")
             #expect(got["result"]?["groups"]?[0]?["autoRenew"] == false)
             let best = try await t.exchange(
-                app, request("offers.best", ["customerId": .string(customer), "productId": "com.acme.fitness.monthly"]),
+                app,
+                request("offers.best", ["customerId": .string(customer), "productId": "com.acme.fitness.monthly"]),
                 label: "ask for the best offer")
             let offer = try #require(best["result"]?["offer"], "\(best.text)")
             #expect(offer["offerId"]?.stringValue == "com.acme.fitness.monthly.comeback")
@@ -118,10 +132,11 @@ struct EndToEndTests {
             #expect(offer["price"]?.stringValue == "4.99")
             #expect(offer["displayText"]?.stringValue == "$4.99/month for 3 months, then $9.99/month")
             let considered = try #require(best["result"]?["considered"]?.arrayValue)
-            #expect(considered.map { $0["offerId"]?.stringValue ?? "" } == [
-                "com.acme.fitness.monthly.comeback", "com.acme.fitness.monthly.freemonth",
-                "com.acme.fitness.monthly.winback", "6450000013",
-            ])
+            #expect(
+                considered.map { $0["offerId"]?.stringValue ?? "" } == [
+                    "com.acme.fitness.monthly.comeback", "com.acme.fitness.monthly.freemonth",
+                    "com.acme.fitness.monthly.winback", "6450000013",
+                ])
             #expect(considered.map { $0["rank"] } == [1, 2, .null, .null])
             #expect(considered[2]["reasons"]?.arrayValue?.contains("not_lapsed") == true)
             let yearly = try await app.call(
@@ -130,13 +145,19 @@ struct EndToEndTests {
             let groupBest = try await app.call(
                 method: "offers.best", params: ["customerId": .string(lower), "groupId": "21500001", "locale": "de_DE"])
             #expect(groupBest["offer"]?["offerId"]?.stringValue == "com.acme.fitness.monthly.comeback")
-            #expect(groupBest["offer"]?["displayText"]?.stringValue == "4,99\u{00A0}$/month for 3 months, then 9,99\u{00A0}$/month")
+            #expect(
+                groupBest["offer"]?["displayText"]?.stringValue
+                    == "4,99\u{00A0}$/month for 3 months, then 9,99\u{00A0}$/month")
 
             // V1 signature
             let v1 = try await t.exchange(
                 app,
-                request("offers.sign", ["customerId": .string(customer), "productId": "com.acme.fitness.monthly",
-                                        "offerId": "com.acme.fitness.monthly.comeback", "format": "v1"]),
+                request(
+                    "offers.sign",
+                    [
+                        "customerId": .string(customer), "productId": "com.acme.fitness.monthly",
+                        "offerId": "com.acme.fitness.monthly.comeback", "format": "v1",
+                    ]),
                 label: "sign the offer for StoreKit (V1)")
             let signed = try #require(v1["result"], "\(v1.text)")
             #expect(signed["format"]?.stringValue == "v1")
@@ -150,8 +171,11 @@ struct EndToEndTests {
             #expect(timestamp == Int64(TestGateway.now.timeIntervalSince1970 * 1000))
             let separator = "\u{2063}"
             let payload = Array(
-                ["com.acme.fitness", "ABC123DEFG", "com.acme.fitness.monthly", "com.acme.fitness.monthly.comeback", lower,
-                 nonce, String(timestamp)].joined(separator: separator).utf8)
+                [
+                    "com.acme.fitness", "ABC123DEFG", "com.acme.fitness.monthly", "com.acme.fitness.monthly.comeback",
+                    lower,
+                    nonce, String(timestamp),
+                ].joined(separator: separator).utf8)
             let signatureText = try #require(signed["signature"]?.stringValue)
             let der = try #require(Data(base64Encoded: signatureText))
             let publicKey = try PublicKey(pem: key.publicKeyPEM)
@@ -163,9 +187,13 @@ struct EndToEndTests {
             // JWS (promotional offer signature V2)
             let jwsAnswer = try await t.exchange(
                 app,
-                request("offers.sign", ["customerId": .string(customer), "productId": "com.acme.fitness.monthly",
-                                        "offerId": "com.acme.fitness.monthly.comeback", "format": "jws",
-                                        "transactionId": "2000000815533041"]),
+                request(
+                    "offers.sign",
+                    [
+                        "customerId": .string(customer), "productId": "com.acme.fitness.monthly",
+                        "offerId": "com.acme.fitness.monthly.comeback", "format": "jws",
+                        "transactionId": "2000000815533041",
+                    ]),
                 label: "sign the offer as a JWS (StoreKit 2, iOS 18.4+)")
             let compact = try #require(jwsAnswer["result"]?["compactJWS"]?.stringValue, "\(jwsAnswer.text)")
             #expect(jwsAnswer["result"]?["format"]?.stringValue == "jws")
@@ -193,8 +221,12 @@ struct EndToEndTests {
             for (who, allowed) in [("f1d2c3b4-0000-4000-8000-000000000001", true), (customer, false)] {
                 let answer = try await t.exchange(
                     app,
-                    request("offers.introEligibility", ["customerId": .string(who), "productId": "com.acme.fitness.yearly",
-                                                        "transactionId": "2000000815533099"]),
+                    request(
+                        "offers.introEligibility",
+                        [
+                            "customerId": .string(who), "productId": "com.acme.fitness.yearly",
+                            "transactionId": "2000000815533099",
+                        ]),
                     label: "signed introductory-offer eligibility (\(allowed ? "a new customer" : "the subscriber"))")
                 let result = try #require(answer["result"], "\(answer.text)")
                 #expect(result["allowIntroductoryOffer"]?.boolValue == allowed)
@@ -213,10 +245,12 @@ struct EndToEndTests {
 
             // the ledger holds each signature with its nonce
             let rows = try await gw.database.pool.query(
-                "SELECT nonce::text, format, key_id, customer_id, coalesce(offer_id, ''), coalesce(app_account_token, '') FROM issued_signatures ORDER BY issued_at, format")
+                "SELECT nonce::text, format, key_id, customer_id, coalesce(offer_id, ''), coalesce(app_account_token, '') FROM issued_signatures ORDER BY issued_at, format"
+            )
             var ledger: [String: [String]] = [:]
             for row in rows {
-                let (n, f, k, c, o, a) = try row.decode(String.self, String.self, String.self, String.self, String.self, String.self)
+                let (n, f, k, c, o, a) = try row.decode(
+                    String.self, String.self, String.self, String.self, String.self, String.self)
                 ledger[n] = [f, k, c, o, a]
             }
             #expect(ledger.count == 4)
@@ -228,16 +262,22 @@ struct EndToEndTests {
             // an unknown customer is not eligible for the promotional offer
             let refused = try await t.exchange(
                 app,
-                request("offers.sign", ["customerId": "someone-else", "productId": "com.acme.fitness.monthly",
-                                        "offerId": "com.acme.fitness.monthly.comeback", "format": "v1"]),
+                request(
+                    "offers.sign",
+                    [
+                        "customerId": "someone-else", "productId": "com.acme.fitness.monthly",
+                        "offerId": "com.acme.fitness.monthly.comeback", "format": "v1",
+                    ]),
                 label: "a customer without history is refused")
             #expect(refused["error"]?["code"]?.int64Value == -32020)
 
             // logs never carry the API key, the private key or signatures
             let logs = gw.logs.all.joined(separator: "\n")
             #expect(logs.contains("offers.sign"), "requests are logged")
-            for secret in [apiKey, TestGateway.adminKey, String(pem.split(separator: "\n")[1]), compact,
-                           try #require(signed["signature"]?.stringValue)] {
+            for secret in [
+                apiKey, TestGateway.adminKey, String(pem.split(separator: "\n")[1]), compact,
+                try #require(signed["signature"]?.stringValue),
+            ] {
                 #expect(!logs.contains(secret))
             }
             t.write()

@@ -55,7 +55,8 @@ struct HostileInputTests {
         let upsert = JSONValue.object(Catalogs.standard(tenant: "fuzz-a"))
         for path in stringPaths(upsert) where path != ["tenant"] {
             for hostile in MethodTable.hostileStrings.prefix(4) + MethodTable.hostileStrings.suffix(10).prefix(4)
-                + MethodTable.hostileStrings.suffix(1) {
+                + MethodTable.hostileStrings.suffix(1)
+            {
                 frames.append(request("catalog.upsert", replacing(upsert, at: path, with: .string(hostile))))
             }
         }
@@ -63,10 +64,16 @@ struct HostileInputTests {
         if let storekit = try? JSONParsing.parse(Array(StoreKitFixtures.acmeFitness.utf8)) {
             for path in stringPaths(storekit) {
                 for hostile in MethodTable.hostileStrings.prefix(4) + MethodTable.hostileStrings.suffix(10).prefix(4)
-                + MethodTable.hostileStrings.suffix(1) {
-                    frames.append(request("catalog.import", ["tenant": "fuzz-a", "storekit": replacing(storekit, at: path, with: .string(hostile))]))
+                    + MethodTable.hostileStrings.suffix(1)
+                {
+                    frames.append(
+                        request(
+                            "catalog.import",
+                            ["tenant": "fuzz-a", "storekit": replacing(storekit, at: path, with: .string(hostile))]))
                 }
-                frames.append(request("catalog.import", ["tenant": "fuzz-a", "storekit": replacing(storekit, at: path, with: 12)]))
+                frames.append(
+                    request(
+                        "catalog.import", ["tenant": "fuzz-a", "storekit": replacing(storekit, at: path, with: 12)]))
             }
         }
         // truncated JSON: every prefix of every valid line (each is a parse error)
@@ -74,25 +81,46 @@ struct HostileInputTests {
             for cut in 1..<line.count { frames.append(Array(line[..<cut])) }
         }
         // invalid UTF-8 inside strings, and raw garbage
-        let badUTF8: [[UInt8]] = [[0xC3, 0x28], [0xFF], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x80]]
+        let badUTF8: [[UInt8]] = [
+            [0xC3, 0x28], [0xFF], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x80],
+        ]
         for bytes in badUTF8 {
             for (method, _) in table {
-                frames.append(Array(#"{"jsonrpc":"2.0","id":"u","method":""#.utf8) + Array(method.utf8) + Array(#"","params":{"tenant":"fuzz-a","customerId":""#.utf8) + bytes + Array(#""}}"#.utf8))
+                frames.append(
+                    Array(#"{"jsonrpc":"2.0","id":"u","method":""#.utf8) + Array(method.utf8)
+                        + Array(#"","params":{"tenant":"fuzz-a","customerId":""#.utf8) + bytes + Array(#""}}"#.utf8))
             }
             frames.append(bytes)
         }
-        frames.append(Array(#"{"jsonrpc":"2.0","id":"s","method":"customers.get","params":{"tenant":"fuzz-a","customerId":"\uD800"}}"#.utf8))
+        frames.append(
+            Array(
+                #"{"jsonrpc":"2.0","id":"s","method":"customers.get","params":{"tenant":"fuzz-a","customerId":"\uD800"}}"#
+                    .utf8))
         // 10,000-deep nesting, top level and inside params
         let depth = 10_000
-        frames.append(Array(String(repeating: "[", count: depth).utf8) + Array(String(repeating: "]", count: depth).utf8))
-        frames.append(Array((#"{"jsonrpc":"2.0","id":"d","method":"offers.best","params":{"customerId":"# + String(repeating: #"{"a":"#, count: depth) + "1" + String(repeating: "}", count: depth) + "}}").utf8))
-        frames.append(Array((#"{"jsonrpc":"2.0","id":"d2","method":"catalog.upsert","params":{"tenant":"fuzz-a","groups":"# + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}}").utf8))
+        frames.append(
+            Array(String(repeating: "[", count: depth).utf8) + Array(String(repeating: "]", count: depth).utf8))
+        frames.append(
+            Array(
+                (#"{"jsonrpc":"2.0","id":"d","method":"offers.best","params":{"customerId":"#
+                    + String(repeating: #"{"a":"#, count: depth) + "1" + String(repeating: "}", count: depth) + "}}")
+                    .utf8))
+        frames.append(
+            Array(
+                (#"{"jsonrpc":"2.0","id":"d2","method":"catalog.upsert","params":{"tenant":"fuzz-a","groups":"#
+                    + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}}").utf8))
         // huge numbers and strings
-        for number in ["1e999999", "-1e999999", String(repeating: "9", count: 5000), "0.0000000000000000000000001", "-0", "1E+2"] {
-            frames.append(Array(#"{"jsonrpc":"2.0","id":1e3,"method":"subscriptions.record","params":{"tenant":"fuzz-a","offerType":\#(number)}}"#.utf8))
+        for number in [
+            "1e999999", "-1e999999", String(repeating: "9", count: 5000), "0.0000000000000000000000001", "-0", "1E+2",
+        ] {
+            frames.append(
+                Array(
+                    #"{"jsonrpc":"2.0","id":1e3,"method":"subscriptions.record","params":{"tenant":"fuzz-a","offerType":\#(number)}}"#
+                        .utf8))
             frames.append(Array(#"{"jsonrpc":"2.0","id":\#(number),"method":"system.ping"}"#.utf8))
         }
-        frames.append(request("offers.best", ["tenant": "fuzz-a", "customerId": .string(String(repeating: "x", count: 900_000))]))
+        frames.append(
+            request("offers.best", ["tenant": "fuzz-a", "customerId": .string(String(repeating: "x", count: 900_000))]))
         // seeded random mutations of valid lines (kept only when they cannot be notifications)
         var rng = SplitMix64(state: 0x0FFE_6A7E)
         while frames.count < 10_500 {
@@ -129,8 +157,10 @@ struct HostileInputTests {
             defer { victim.close() }
             _ = try await victim.call(
                 method: "subscriptions.record",
-                params: ["customerId": "fuzz-customer", "productId": "monthly", "transactionId": "fuzz-tx",
-                         "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z"])
+                params: [
+                    "customerId": "fuzz-customer", "productId": "monthly", "transactionId": "fuzz-tx",
+                    "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
+                ])
             let victimCatalog = try await victim.call(method: "catalog.get", params: [:])
             let victimCustomer = try await victim.call(method: "customers.get", params: ["customerId": "fuzz-customer"])
             let tablesBefore = try await gw.count("SELECT count(*)::int8 FROM pg_tables WHERE schemaname = 'public'")
@@ -154,7 +184,8 @@ struct HostileInputTests {
                 for _ in slice {
                     let line = try #require(try await fuzz.nextRawLine(timeout: .seconds(20)), "connection closed")
                     let answer = try JSONParsing.parse(line)
-                    #expect(answer["jsonrpc"]?.stringValue == "2.0", "\(String(decoding: line.prefix(200), as: UTF8.self))")
+                    #expect(
+                        answer["jsonrpc"]?.stringValue == "2.0", "\(String(decoding: line.prefix(200), as: UTF8.self))")
                     if let result = answer["result"] {
                         results += 1
                         if result["apiKey"] != nil && result["slug"] != nil { tenantsCreated += 1 }
@@ -183,13 +214,20 @@ struct HostileInputTests {
             #expect(try await fresh.call(method: "catalog.get", params: [:]) == victimCatalog)
             let freshAdmin = try await gw.admin()
             defer { freshAdmin.close() }
-            #expect(try await freshAdmin.call(method: "catalog.get", params: ["tenant": "fuzz-a"])["groups"]?.arrayValue?.count ?? 0 >= 1)
-            #expect(try await victim.call(method: "customers.get", params: ["customerId": "fuzz-customer"]) == victimCustomer)
+            #expect(
+                try await freshAdmin.call(method: "catalog.get", params: ["tenant": "fuzz-a"])["groups"]?.arrayValue?
+                    .count ?? 0 >= 1)
+            #expect(
+                try await victim.call(method: "customers.get", params: ["customerId": "fuzz-customer"])
+                    == victimCustomer)
             // nothing dropped, B untouched, tenants only where the input was valid
-            #expect(try await gw.count("SELECT count(*)::int8 FROM pg_tables WHERE schemaname = 'public'") == tablesBefore)
+            #expect(
+                try await gw.count("SELECT count(*)::int8 FROM pg_tables WHERE schemaname = 'public'") == tablesBefore)
             #expect(try await Self.rowCounts(gw, tenant: idB) == rowsB)
             #expect(try await gw.count("SELECT count(*)::int8 FROM tenants") == 2 + tenantsCreated)
-            #expect(try await gw.count("SELECT count(*)::int8 FROM subscription_transactions WHERE tenant_id <> \(idB)") >= 1)
+            #expect(
+                try await gw.count("SELECT count(*)::int8 FROM subscription_transactions WHERE tenant_id <> \(idB)")
+                    >= 1)
         }
     }
 
@@ -210,7 +248,9 @@ struct HostileInputTests {
         let rest = Array(path.dropFirst())
         switch value {
         case .array(var items):
-            if let index = Int(head), items.indices.contains(index) { items[index] = replacing(items[index], at: rest, with: new) }
+            if let index = Int(head), items.indices.contains(index) {
+                items[index] = replacing(items[index], at: rest, with: new)
+            }
             return .array(items)
         case .object(var object):
             if let child = object[head] { object[head] = replacing(child, at: rest, with: new) }
@@ -221,8 +261,10 @@ struct HostileInputTests {
 
     static func rowCounts(_ gw: TestGateway, tenant: UUID) async throws -> [Int] {
         var counts: [Int] = []
-        for table in ["subscription_groups", "products", "offers", "subscription_transactions", "signing_keys",
-                      "issued_signatures", "api_keys"] {
+        for table in [
+            "subscription_groups", "products", "offers", "subscription_transactions", "signing_keys",
+            "issued_signatures", "api_keys",
+        ] {
             counts.append(
                 try await gw.count(
                     PostgresQuery(

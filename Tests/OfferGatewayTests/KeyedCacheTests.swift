@@ -7,7 +7,12 @@ import Testing
 @Suite struct KeyedCacheTests {
     final class Counter: Sendable {
         let loads = Mutex(0)
-        func next() -> Int { loads.withLock { $0 += 1; return $0 } }
+        func next() -> Int {
+            loads.withLock {
+                $0 += 1
+                return $0
+            }
+        }
     }
 
     /// Holds loads until opened (any number of waiters).

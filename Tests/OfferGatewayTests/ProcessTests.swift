@@ -35,7 +35,8 @@ struct SpawnedGateway {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
-        let client = try await RPCClient.attach(reading: stdout.fileHandleForReading, writing: stdin.fileHandleForWriting)
+        let client = try await RPCClient.attach(
+            reading: stdout.fileHandleForReading, writing: stdin.fileHandleForWriting)
         try? stdout.fileHandleForReading.close()
         return SpawnedGateway(process: process, client: client, stdin: stdin, stderrPath: stderrPath)
     }
@@ -75,7 +76,8 @@ struct StdioTests {
             let empty = try await client.rawExchange("[]")
             #expect(empty["error"]?["code"]?.int64Value == -32600)
             let tooLarge = try await client.rawExchange(
-                #"{"jsonrpc":"2.0","id":"x","method":"system.ping","params":[""# + String(repeating: "a", count: 1_100_000) + #""]}"#)
+                #"{"jsonrpc":"2.0","id":"x","method":"system.ping","params":[""#
+                    + String(repeating: "a", count: 1_100_000) + #""]}"#)
             #expect(tooLarge["error"]?["data"]?["reason"]?.stringValue == "frame_too_large")
             await expectRPCError(-32601) { try await client.call(method: "nope") }
             await expectRPCError(-32001) { try await client.call(method: "catalog.get", params: [:]) }
@@ -96,7 +98,8 @@ struct StdioTests {
                 method: "offers.best", params: ["tenant": "stdio-app", "customerId": "c1", "productId": "yearly"])
             #expect(best["offer"]?["displayText"]?.stringValue == "1 month free, then $39.99/year")
             // pipelined: ten requests written at once, all answered
-            let lines = (0..<10).map { #"{"jsonrpc":"2.0","id":"p\#($0)","method":"system.ping"}"# }.joined(separator: "\n")
+            let lines = (0..<10).map { #"{"jsonrpc":"2.0","id":"p\#($0)","method":"system.ping"}"# }.joined(
+                separator: "\n")
             try client.sendRaw(lines)
             var ids = Set<String>()
             for _ in 0..<10 { ids.insert(try #require(try await client.nextRawValue())["id"]?.stringValue ?? "") }
@@ -152,8 +155,11 @@ struct SignalTests {
             try await blocker.query("BEGIN")
             try await blocker.query("SELECT 1 FROM tenants WHERE slug = 'sig' FOR UPDATE")
             let products: [JSONValue] = (0..<50).map {
-                ["id": .string("bulk.\($0)"), "groupId": "premium", "period": "P1M", "price": "1.99", "currency": "USD",
-                 "level": .int(3 + $0)]
+                [
+                    "id": .string("bulk.\($0)"), "groupId": "premium", "period": "P1M", "price": "1.99",
+                    "currency": "USD",
+                    "level": .int(3 + $0),
+                ]
             }
             let slow = JSONValue.object([
                 "jsonrpc": "2.0", "id": "slow", "method": "catalog.upsert",
@@ -171,7 +177,8 @@ struct SignalTests {
             try await blocker.query("COMMIT")
             await blocker.close()
             let answer = try await client.nextRawValue(timeout: .seconds(30))
-            #expect(answer?["result"]?["imported"]?["products"]?.int64Value == 50, "\(answer?.text.prefix(300) ?? "nil")")
+            #expect(
+                answer?["result"]?["imported"]?["products"]?.int64Value == 50, "\(answer?.text.prefix(300) ?? "nil")")
             let status = await process.wait()
             #expect(status == 0)
             #expect(process.termination() == .exit(0))
@@ -220,7 +227,8 @@ struct DatabaseDownTests {
             }
             try await DatabaseDownTests.server.pg("start")
             let recovered = await eventually(timeout: .seconds(15)) {
-                (try? await client.call(method: "customers.get", params: ["customerId": "c2"], timeout: .seconds(5))) != nil
+                (try? await client.call(method: "customers.get", params: ["customerId": "c2"], timeout: .seconds(5)))
+                    != nil
             }
             #expect(recovered)
             #expect(try await client.call(method: "system.health")["database"]?.stringValue == "ok")

@@ -1,9 +1,9 @@
 import Foundation
-@testable import OfferStore
 import Postgres
 import Testing
 
 @testable import OfferGateway
+@testable import OfferStore
 
 @Suite("Redemption backstops in the database")
 struct RedemptionBackstopTests {

@@ -1,12 +1,12 @@
 import Foundation
 import JSONRPC
 import OfferCrypto
-@testable import OfferStore
 import OfferTestSupport
 import Synchronization
 import Testing
 
 @testable import OfferGateway
+@testable import OfferStore
 
 /// A redemption storm that keeps going until told to stop, recording what clients saw. Transport failures (the
 /// gateway died) end a connection's loop; RPC errors are counted by code.

@@ -1,12 +1,12 @@
 import Foundation
 import JSONRPC
 import OfferCrypto
-@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing
 
 @testable import OfferGateway
+@testable import OfferStore
 
 /// Support for the campaign and redemption tests: gateways on Unix sockets over a fresh database (OfferTestSupport's
 /// TestDatabase), and a seeded tenant.

@@ -64,7 +64,8 @@ struct ServeCommandTests {
             #expect(migrate.status == 0, "stderr: \(migrate.stderr)")
             // An extra root for Apple's signed data (here Apple's own, as DER) is accepted.
             let root = PackagePaths.root.appendingPathComponent(
-                "Tests/OfferCryptoTests/Fixtures/AppleSignedData/AppleRootCA-G3.cer").path
+                "Tests/OfferCryptoTests/Fixtures/AppleSignedData/AppleRootCA-G3.cer"
+            ).path
             let outcome = try await Self.run(
                 ["serve", "--stdio", "--apple-root-cert", root], input: Self.health, environment: env)
             #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
@@ -118,9 +119,11 @@ struct ServeCommandTests {
         #expect(root.stdout.contains("serve") && root.stdout.contains("migrate"))
         let serve = try await Self.run(["serve", "--help"])
         #expect(serve.status == 0)
-        for flag in ["--stdio", "--listen", "--database-url", "--data-dir", "--max-connections", "--idle-timeout",
-                     "--max-in-flight", "--frame-limit", "--rate-limit", "--pool-size", "--shutdown-grace",
-                     "--apple-root-cert"] {
+        for flag in [
+            "--stdio", "--listen", "--database-url", "--data-dir", "--max-connections", "--idle-timeout",
+            "--max-in-flight", "--frame-limit", "--rate-limit", "--pool-size", "--shutdown-grace",
+            "--apple-root-cert",
+        ] {
             #expect(serve.stdout.contains(flag), "serve --help lacks \(flag)")
         }
     }

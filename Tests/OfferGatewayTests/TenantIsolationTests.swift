@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import Postgres
 import Testing
+
 @testable import OfferStore
 
 /// API.md §2: a tenant can never see or touch another tenant's data. Tenants A and B share product ids and
@@ -34,13 +35,17 @@ struct TenantIsolationTests {
             for (tx, product) in [("shared-tx", "monthly"), ("b-tx", "b.only")] {
                 _ = try await b.call(
                     method: "subscriptions.record",
-                    params: ["customerId": "shared-customer", "productId": .string(product), "transactionId": .string(tx),
-                             "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
-                             "autoRenew": false])
+                    params: [
+                        "customerId": "shared-customer", "productId": .string(product), "transactionId": .string(tx),
+                        "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
+                        "autoRenew": false,
+                    ])
             }
             _ = try await b.call(
                 method: "offers.sign",
-                params: ["customerId": "shared-customer", "productId": "monthly", "offerId": "b.only.promo", "format": "v1"])
+                params: [
+                    "customerId": "shared-customer", "productId": "monthly", "offerId": "b.only.promo", "format": "v1",
+                ])
             let idB = try await gw.tenantId("tenant-b")
             let before = try await Self.snapshot(gw, b: b, tenant: idB)
 
@@ -57,10 +62,20 @@ struct TenantIsolationTests {
                 ("offers.eligibility", ["customerId": "shared-customer", "productId": "monthly"]),
                 ("offers.best", ["customerId": "shared-customer", "productId": "monthly"]),
                 ("offers.best", ["customerId": "shared-customer", "groupId": "premium"]),
-                ("offers.sign", ["customerId": "shared-customer", "productId": "monthly", "offerId": "promo.half",
-                                 "format": "v1"]),
-                ("offers.introEligibility", ["customerId": "shared-customer", "productId": "monthly",
-                                             "transactionId": "shared-tx"]),
+                (
+                    "offers.sign",
+                    [
+                        "customerId": "shared-customer", "productId": "monthly", "offerId": "promo.half",
+                        "format": "v1",
+                    ]
+                ),
+                (
+                    "offers.introEligibility",
+                    [
+                        "customerId": "shared-customer", "productId": "monthly",
+                        "transactionId": "shared-tx",
+                    ]
+                ),
             ]
             // 1. naming B as the tenant: -32002, whatever else is asked
             for (method, params) in tenantCalls {
@@ -73,18 +88,35 @@ struct TenantIsolationTests {
             await expectRPCError(-32602, param: "params.tenant") {
                 try await a.call(method: "catalog.get", params: ["tenant": 7])
             }
-            #expect(try await a.call(method: "catalog.get", params: ["tenant": "tenant-a"])["products"]?.arrayValue?.count == 2)
+            #expect(
+                try await a.call(method: "catalog.get", params: ["tenant": "tenant-a"])["products"]?.arrayValue?.count
+                    == 2)
             // 2. B-only products and offers do not exist for A: -32004
             let bOnly: [(String, JSONObject)] = [
                 ("subscriptions.record", record.merging(["productId": "b.only", "transactionId": "a-tx-2"])),
                 ("offers.eligibility", ["customerId": "shared-customer", "productId": "b.only"]),
                 ("offers.best", ["customerId": "shared-customer", "productId": "b.only"]),
-                ("offers.sign", ["customerId": "shared-customer", "productId": "b.only", "offerId": "promo.half",
-                                 "format": "v1"]),
-                ("offers.sign", ["customerId": "shared-customer", "productId": "monthly", "offerId": "b.only.promo",
-                                 "format": "v1"]),
-                ("offers.introEligibility", ["customerId": "shared-customer", "productId": "b.only",
-                                             "transactionId": "b-tx"]),
+                (
+                    "offers.sign",
+                    [
+                        "customerId": "shared-customer", "productId": "b.only", "offerId": "promo.half",
+                        "format": "v1",
+                    ]
+                ),
+                (
+                    "offers.sign",
+                    [
+                        "customerId": "shared-customer", "productId": "monthly", "offerId": "b.only.promo",
+                        "format": "v1",
+                    ]
+                ),
+                (
+                    "offers.introEligibility",
+                    [
+                        "customerId": "shared-customer", "productId": "b.only",
+                        "transactionId": "b-tx",
+                    ]
+                ),
             ]
             for (method, params) in bOnly {
                 await expectRPCError(-32004) { try await a.call(method: method, params: .object(params)) }
@@ -92,8 +124,15 @@ struct TenantIsolationTests {
             // 3. admin methods on B (keys, catalog, api key): -32002 for a tenant key
             for (method, params) in [
                 ("keys.list", ["tenant": "tenant-b"]), ("keys.retire", ["tenant": "tenant-b", "keyId": "KEYB"]),
-                ("keys.import", ["tenant": "tenant-b", "keyId": "EVIL", "privateKeyPem": .string(try await SigningKeyFactory.pem())]),
-                ("tenants.rotateApiKey", ["tenant": "tenant-b"]), ("catalog.upsert", ["tenant": "tenant-b", "products": []]),
+                (
+                    "keys.import",
+                    [
+                        "tenant": "tenant-b", "keyId": "EVIL",
+                        "privateKeyPem": .string(try await SigningKeyFactory.pem()),
+                    ]
+                ),
+                ("tenants.rotateApiKey", ["tenant": "tenant-b"]),
+                ("catalog.upsert", ["tenant": "tenant-b", "products": []]),
                 ("catalog.import", ["tenant": "tenant-b", "storekit": ["subscriptionGroups": []]]),
                 ("tenants.list", [:]), ("tenants.create", ["slug": "x-evil", "bundleId": "x"]),
             ] as [(String, JSONObject)] {
@@ -104,13 +143,17 @@ struct TenantIsolationTests {
             #expect(customer["groups"]?[0]?["state"]?.stringValue == "never")
             let catalog = try await a.call(method: "catalog.get", params: [:])
             #expect(!catalog.text.contains("b.only"))
-            let best = try await a.call(method: "offers.best", params: ["customerId": "shared-customer", "groupId": "premium"])
+            let best = try await a.call(
+                method: "offers.best", params: ["customerId": "shared-customer", "groupId": "premium"])
             #expect(!best.text.contains("b.only"))
             #expect(best["offer"]?["type"]?.stringValue == "introductory")
             await expectRPCError(-32020) {
                 try await a.call(
                     method: "offers.sign",
-                    params: ["customerId": "shared-customer", "productId": "monthly", "offerId": "promo.half", "format": "v1"])
+                    params: [
+                        "customerId": "shared-customer", "productId": "monthly", "offerId": "promo.half",
+                        "format": "v1",
+                    ])
             }
             // A's own writes land at A only
             _ = try await a.call(method: "subscriptions.record", params: .object(record))
@@ -130,7 +173,8 @@ struct TenantIsolationTests {
         out.append(try await b.call(method: "catalog.get", params: [:]).text)
         out.append(try await b.call(method: "customers.get", params: ["customerId": "shared-customer"]).text)
         let rows = try await gw.database.pool.query(
-            "SELECT transaction_id, auto_renew::text, expires_date::text FROM subscription_transactions WHERE tenant_id = \(tenant) ORDER BY 1")
+            "SELECT transaction_id, auto_renew::text, expires_date::text FROM subscription_transactions WHERE tenant_id = \(tenant) ORDER BY 1"
+        )
         for row in rows {
             let (tx, renew, expires) = try row.decode(String.self, String.self, String.self)
             out.append("\(tx) \(renew) \(expires)")

@@ -34,7 +34,8 @@ struct ValidateRedeemAgreementTests {
                 _ = try await admin.call(method: "campaigns.create", params: .object(params))
             }
             func redeem(_ code: String, _ customer: String) async throws {
-                _ = try await app.call(method: "codes.redeem", params: ["code": .string(code), "customerId": .string(customer)])
+                _ = try await app.call(
+                    method: "codes.redeem", params: ["code": .string(code), "customerId": .string(customer)])
             }
             // "subscriber" holds an active subscription in the offer's group: not `new`.
             _ = try await app.call(
@@ -55,10 +56,14 @@ struct ValidateRedeemAgreementTests {
             try await redeem("TWICECODE", "u1")
             _ = try await admin.call(
                 method: "campaigns.create",
-                params: ["tenant": "agree", "campaignId": "once", "offerId": "code1", "kind": "oneTime", "perCustomerLimit": 1])
+                params: [
+                    "tenant": "agree", "campaignId": "once", "offerId": "code1", "kind": "oneTime",
+                    "perCustomerLimit": 1,
+                ])
             _ = try await admin.call(
                 method: "campaigns.generateCodes", params: ["tenant": "agree", "campaignId": "once", "count": 2])
-            let page = try await admin.call(method: "campaigns.codes", params: ["tenant": "agree", "campaignId": "once"])
+            let page = try await admin.call(
+                method: "campaigns.codes", params: ["tenant": "agree", "campaignId": "once"])
             let codes = try #require(page["codes"]?.arrayValue?.compactMap { $0["code"]?.stringValue })
             try #require(codes.count == 2)
             try await redeem(codes[0], "u1")
@@ -82,16 +87,19 @@ struct ValidateRedeemAgreementTests {
             ]
             for probe in probes {
                 let validation = try await app.call(
-                    method: "codes.validate", params: ["code": .string(probe.code), "customerId": .string(probe.customer)])
+                    method: "codes.validate",
+                    params: ["code": .string(probe.code), "customerId": .string(probe.customer)])
                 #expect(validation["valid"]?.boolValue == (probe.expected == nil), "\(probe.name)")
                 #expect(validation["reason"]?.stringValue == probe.expected, "\(probe.name)")
                 do {
                     try await redeem(probe.code, probe.customer)
                     #expect(probe.expected == nil, "\(probe.name): redeem succeeded, validate said \(validation)")
                 } catch let error as RPCError {
-                    let reasons = [error.data?["reason"]?.stringValue]
+                    let reasons =
+                        [error.data?["reason"]?.stringValue]
                         + (error.data?["reasons"]?.arrayValue?.map(\.stringValue) ?? [])
-                    #expect(reasons.contains(probe.expected), "\(probe.name): redeem failed with \(error.code) \(reasons)")
+                    #expect(
+                        reasons.contains(probe.expected), "\(probe.name): redeem failed with \(error.code) \(reasons)")
                     if let code = validation["errorCode"]?.int64Value {
                         #expect(Int(code) == error.code, "\(probe.name)")
                     } else {

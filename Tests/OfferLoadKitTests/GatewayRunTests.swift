@@ -28,8 +28,12 @@ import Testing
             #expect(stored == String(3 * 6))
             let transactions = try await TestSQL.scalar(
                 conninfo, "SELECT count(*)::text FROM subscription_transactions")
-            #expect(transactions == String(HistorySeed(
-                runTag: "x", count: 20, products: ["p0"], now: Self.options.now).requests.count))
+            #expect(
+                transactions
+                    == String(
+                        HistorySeed(
+                            runTag: "x", count: 20, products: ["p0"], now: Self.options.now
+                        ).requests.count))
 
             let connector = RPCLoadConnector(apiKey: setup.apiKey)
             let best = try Scenario(kind: .best).requests(setup.fixture)

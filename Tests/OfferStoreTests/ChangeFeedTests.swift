@@ -1,8 +1,9 @@
 import Foundation
-@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing
+
+@testable import OfferStore
 
 /// The change feed's bounded buffer, as a pure value: it never drops a change silently.
 @Suite("Change buffer")

@@ -1,8 +1,9 @@
 import Foundation
 import OfferDomain
-@testable import OfferStore
 import Postgres
 import Testing
+
+@testable import OfferStore
 
 /// `CampaignRepository.generateCodes` against a real PostgreSQL.
 @Suite("One-time code generation")
@@ -33,12 +34,14 @@ struct CodeGenerationTests {
                 Issue.record("an exhausted pattern must be refused")
             } catch StoreError.conflict {}
             let stored = try await db.pool.query(
-                "SELECT count(*) FROM offer_codes WHERE tenant_id = \(tenant.id)").scalar(Int64.self)
+                "SELECT count(*) FROM offer_codes WHERE tenant_id = \(tenant.id)"
+            ).scalar(Int64.self)
             #expect(stored == 0)
             #expect(try await db.campaigns.find(tenant: tenant.id, campaignId: "pool")?.codesGenerated == 0)
             // The same repository still generates when the codes are new.
             let made = try await db.campaigns.generateCodes(
-                tenant: tenant.id, campaignId: "pool", count: 3, makeCodes: { n in
+                tenant: tenant.id, campaignId: "pool", count: 3,
+                makeCodes: { n in
                     Array(["AAAA2222", "BBBB3333", "CCCC4444"].prefix(n))
                 }, progress: { _ in })
             #expect(made == 3)

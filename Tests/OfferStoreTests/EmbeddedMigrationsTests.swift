@@ -1,8 +1,9 @@
 import Foundation
-@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing
+
+@testable import OfferStore
 
 /// The promise `ops/gen-migrations` makes: the schema the binaries carry (`OfferDatabase.migrations`, generated
 /// into `Sources/OfferStore/Schema/EmbeddedMigrations.swift`) is `migrations/*.sql`, so a migration edited without

@@ -31,7 +31,9 @@ struct RedemptionQueryPlanTests {
                 // triggers off for this session, so the rows need no tenant or campaign).
                 try await connection.query("SET session_replication_role = replica")
                 func fill(_ range: ClosedRange<Int>) async throws {
-                    let (tenantLiteral, first, last) = (tenant.uuidString.lowercased(), range.lowerBound, range.upperBound)
+                    let (tenantLiteral, first, last) = (
+                        tenant.uuidString.lowercased(), range.lowerBound, range.upperBound
+                    )
                     try await connection.query(
                         PostgresQuery(
                             unsafeSQL: """

@@ -1,9 +1,10 @@
 import Foundation
 import OfferDomain
-@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing
+
+@testable import OfferStore
 
 /// The repositories against a real PostgreSQL: conflicts, not-found, idempotence and tenant scoping.
 @Suite("OfferStore repositories")
@@ -30,9 +31,11 @@ struct RepositoryTests {
     @Test("tenants: slug conflict, API key lookup, rotation revokes the old key")
     func tenants() async throws {
         try await Self.withStore { db in
-            let tenant = try await db.tenants.create(slug: "acme", bundleId: "com.acme", name: nil, apiKey: Self.key("aaaaaaaaaaaa"))
+            let tenant = try await db.tenants.create(
+                slug: "acme", bundleId: "com.acme", name: nil, apiKey: Self.key("aaaaaaaaaaaa"))
             do {
-                _ = try await db.tenants.create(slug: "acme", bundleId: "x", name: nil, apiKey: Self.key("bbbbbbbbbbbb"))
+                _ = try await db.tenants.create(
+                    slug: "acme", bundleId: "x", name: nil, apiKey: Self.key("bbbbbbbbbbbb"))
                 Issue.record("a taken slug must conflict")
             } catch StoreError.conflict {}
             #expect(try await db.tenants.find(slug: "acme") == tenant)
@@ -48,8 +51,10 @@ struct RepositoryTests {
     @Test("signing keys: import makes the new key active and the old one standby; retire; conflicts")
     func signingKeys() async throws {
         try await Self.withStore { db in
-            let tenant = try await db.tenants.create(slug: "acme", bundleId: "com.acme", name: nil, apiKey: Self.key("aaaaaaaaaaaa"))
-            let other = try await db.tenants.create(slug: "other", bundleId: "com.o", name: nil, apiKey: Self.key("dddddddddddd"))
+            let tenant = try await db.tenants.create(
+                slug: "acme", bundleId: "com.acme", name: nil, apiKey: Self.key("aaaaaaaaaaaa"))
+            let other = try await db.tenants.create(
+                slug: "other", bundleId: "com.o", name: nil, apiKey: Self.key("dddddddddddd"))
             for keyId in ["K1", "K2"] {
                 try await db.signingKeys.importKey(
                     tenant: tenant.id, keyId: keyId, issuerId: nil, sealedPrivateKey: [1, 2, 3], masterKeyId: "m",
@@ -59,12 +64,14 @@ struct RepositoryTests {
             #expect(try await db.signingKeys.active(tenant: tenant.id)?.keyId == "K2")
             do {
                 try await db.signingKeys.importKey(
-                    tenant: tenant.id, keyId: "K1", issuerId: nil, sealedPrivateKey: [1], masterKeyId: "m", publicKeyPEM: "p")
+                    tenant: tenant.id, keyId: "K1", issuerId: nil, sealedPrivateKey: [1], masterKeyId: "m",
+                    publicKeyPEM: "p")
                 Issue.record("a taken key id must conflict")
             } catch StoreError.conflict {}
             // the same key id at another tenant is fine, and retiring is scoped to the tenant
             try await db.signingKeys.importKey(
-                tenant: other.id, keyId: "K2", issuerId: nil, sealedPrivateKey: [9], masterKeyId: "m", publicKeyPEM: "p")
+                tenant: other.id, keyId: "K2", issuerId: nil, sealedPrivateKey: [9], masterKeyId: "m", publicKeyPEM: "p"
+            )
             try await db.signingKeys.retire(tenant: tenant.id, keyId: "K2")
             #expect(try await db.signingKeys.active(tenant: tenant.id) == nil)
             #expect(try await db.signingKeys.active(tenant: other.id)?.keyId == "K2")
@@ -78,8 +85,10 @@ struct RepositoryTests {
     @Test("subscriptions: idempotent on transaction id, unknown product is not found, scoped per tenant")
     func subscriptions() async throws {
         try await Self.withStore { db in
-            let a = try await db.tenants.create(slug: "tenant-a", bundleId: "a", name: nil, apiKey: Self.key("aaaaaaaaaaaa"))
-            let b = try await db.tenants.create(slug: "tenant-b", bundleId: "b", name: nil, apiKey: Self.key("bbbbbbbbbbbb"))
+            let a = try await db.tenants.create(
+                slug: "tenant-a", bundleId: "a", name: nil, apiKey: Self.key("aaaaaaaaaaaa"))
+            let b = try await db.tenants.create(
+                slug: "tenant-b", bundleId: "b", name: nil, apiKey: Self.key("bbbbbbbbbbbb"))
             let product = Product(
                 id: "monthly", groupId: "g", period: try SubscriptionPeriod.parse("P1M"),
                 price: try Money("4.99", currency: "USD"), level: 1)

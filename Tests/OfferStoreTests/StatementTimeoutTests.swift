@@ -1,8 +1,9 @@
 import Foundation
-@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing
+
+@testable import OfferStore
 
 /// Every statement of the store's pool runs under the statement timeout given to `OfferDatabase.connect`.
 @Suite("OfferStore statement timeout")

@@ -234,7 +234,9 @@ final class GatewayCaches: Sendable {
     /// The tenant's catalog and the customer's transactions, from memory when both are there (the usual case: no
     /// child tasks), else loaded side by side.
     func inputs(tenant: UUID, customerId: String) async throws -> (CatalogSnapshot, TransactionsSnapshot) {
-        if let catalog = catalogs.cachedSnapshot(tenant), let transactions = customers.cachedSnapshot(tenant, customerId) {
+        if let catalog = catalogs.cachedSnapshot(tenant),
+            let transactions = customers.cachedSnapshot(tenant, customerId)
+        {
             return (catalog, transactions)
         }
         async let catalog = catalogs.snapshot(tenant)

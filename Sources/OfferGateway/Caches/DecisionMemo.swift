@@ -37,7 +37,8 @@ final class DecisionMemo: Sendable {
     }
 
     /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
-    func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> BestOfferAnswer? {
+    func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> BestOfferAnswer?
+    {
         guard enabled, let answer = answers.cached(key), answer.catalog === catalog,
             answer.transactions === transactions,
             answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
@@ -47,7 +48,8 @@ final class DecisionMemo: Sendable {
 
     /// Remembers an answer made at `madeAt` over these snapshots.
     func remember(
-        _ key: Key, _ response: BestOfferAnswer, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, madeAt: Date
+        _ key: Key, _ response: BestOfferAnswer, catalog: CatalogSnapshot, transactions: TransactionsSnapshot,
+        madeAt: Date
     ) {
         guard enabled else { return }
         let until = DecisionHorizon.next(

@@ -26,7 +26,8 @@ struct CatalogInput: Sendable {
                     message: "unknown product '\(Validate.printable(offer.productId))'",
                     reason: "unknown_product")
             }
-            offers[pending.index].price = try CatalogInput.money(pending.price, currency: currency, path: pending.path + ".price")
+            offers[pending.index].price = try CatalogInput.money(
+                pending.price, currency: currency, path: pending.path + ".price")
         }
         pendingOfferPrices.removeAll()
     }

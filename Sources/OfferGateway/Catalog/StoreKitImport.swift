@@ -45,7 +45,8 @@ struct StoreKitImport {
             guard let known = Self.storefrontCurrencies[storefront] else {
                 throw fail(
                     basePath + ".settings._storefront",
-                    "unknown storefront '\(Validate.printable(storefront))'; pass 'currency' to say which currency its prices are in")
+                    "unknown storefront '\(Validate.printable(storefront))'; pass 'currency' to say which currency its prices are in"
+                )
             }
             currency = known
         }
@@ -72,9 +73,10 @@ struct StoreKitImport {
                 }
                 let groupId = try scalarText(groupValue, path + ".subscriptionGroupID")
                 if !input.groups.contains(where: { $0.id == groupId }) {
-                    let name = try subscription["subscriptionGroupName"].map {
-                        try string($0, path + ".subscriptionGroupName")
-                    } ?? groupId
+                    let name =
+                        try subscription["subscriptionGroupName"].map {
+                            try string($0, path + ".subscriptionGroupName")
+                        } ?? groupId
                     input.groups.append(SubscriptionGroup(id: groupId, name: name))
                 }
                 try product(subscription, groupId: groupId, index: s, path: path)
@@ -111,11 +113,14 @@ struct StoreKitImport {
 
         if let intro = value["introductoryOffer"], !intro.isNull {
             let introPath = path + ".introductoryOffer"
-            let id = try intro["internalID"].map { try string($0, introPath + ".internalID") }
+            let id =
+                try intro["internalID"].map { try string($0, introPath + ".internalID") }
                 ?? intro["offerID"].map { try string($0, introPath + ".offerID") } ?? "\(productId).introductory"
             try offer(intro, id: id, type: .introductory, productId: productId, path: introPath)
         }
-        let lists: [(String, OfferType)] = [("adHocOffers", .promotional), ("codeOffers", .code), ("winbackOffers", .winBack)]
+        let lists: [(String, OfferType)] = [
+            ("adHocOffers", .promotional), ("codeOffers", .code), ("winbackOffers", .winBack),
+        ]
         for (key, type) in lists {
             guard let listValue = value[key] else { continue }
             for (o, item) in try array(listValue, "\(path).\(key)").enumerated() {
@@ -154,7 +159,9 @@ struct StoreKitImport {
                 guard let total = period.times(count), SubscriptionPeriod(iso8601: total.iso8601) != nil,
                     ["P3D", "P1W", "P2W", "P1M", "P2M", "P3M", "P6M", "P1Y"].contains(total.iso8601)
                 else {
-                    throw fail(path + ".numberOfPeriods", "a free trial of \(count) × \(period.iso8601) is not a period Apple offers")
+                    throw fail(
+                        path + ".numberOfPeriods",
+                        "a free trial of \(count) × \(period.iso8601) is not a period Apple offers")
                 }
                 period = total
                 count = 1
@@ -166,12 +173,16 @@ struct StoreKitImport {
         if type == .winBack {
             let lapse = value["monthsSinceLapse"] ?? value["customerEligibilityTimeSinceLastSubscribedInMonths"]
             winBack = WinBackParameters(
-                minPaidMonths: try (value["minPaidMonths"] ?? value["customerEligibilityPaidSubscriptionDurationInMonths"])
+                minPaidMonths: try
+                    (value["minPaidMonths"] ?? value["customerEligibilityPaidSubscriptionDurationInMonths"])
                     .map { try int($0, path + ".minPaidMonths") } ?? 1,
                 monthsSinceLapse: .init(
-                    min: try (lapse?["min"] ?? lapse?["minimum"]).map { try int($0, path + ".monthsSinceLapse.min") } ?? 1,
-                    max: try (lapse?["max"] ?? lapse?["maximum"]).map { try int($0, path + ".monthsSinceLapse.max") } ?? 24),
-                waitBetweenOffersMonths: try (value["waitBetweenOffersMonths"]
+                    min: try (lapse?["min"] ?? lapse?["minimum"]).map { try int($0, path + ".monthsSinceLapse.min") }
+                        ?? 1,
+                    max: try (lapse?["max"] ?? lapse?["maximum"]).map { try int($0, path + ".monthsSinceLapse.max") }
+                        ?? 24),
+                waitBetweenOffersMonths: try
+                    (value["waitBetweenOffersMonths"]
                     ?? value["customerEligibilityWaitBetweenOffersInMonths"]).map {
                         try int($0, path + ".waitBetweenOffersMonths")
                     })

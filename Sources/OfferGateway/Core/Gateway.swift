@@ -72,9 +72,11 @@ public final class Gateway: RPCHandler {
             outcome = .failure(.methodNotFound(request.method))
         }
         let elapsed = ContinuousClock.now - started
-        let micros = Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        let micros =
+            Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         let code: Int? = if case .failure(let error) = outcome { error.code } else { nil }
-        stats.record(method: methods[request.method] != nil ? request.method : "(unknown)", micros: micros, errorCode: code)
+        stats.record(
+            method: methods[request.method] != nil ? request.method : "(unknown)", micros: micros, errorCode: code)
         log(request: request, session: session, tenant: tenantSlug, micros: micros, code: code, detail: logDetail)
         return outcome
     }

@@ -26,7 +26,6 @@ public final class GatewayService: Sendable {
         case resealing
     }
 
-
     /// `changeFeedBufferSize`: changes the feed holds for a consumer that fell behind before it tells it to drop
     /// every cache instead.
     public init(
@@ -186,9 +185,12 @@ public final class GatewayService: Sendable {
     static func log(_ event: RPCLogEvent, _ logger: Logger) {
         switch event {
         case .listening(let address): logger.info("listening", ["listen": "\(address)"])
-        case .accepted(let info): logger.debug("connection opened", ["conn": String(info.id), "transport": info.transport.rawValue])
-        case .closed(let info, let reason): logger.debug("connection closed", ["conn": String(info.id), "reason": reason])
-        case .refused(let address, let reason): logger.warning("connection refused", ["listen": "\(address)", "reason": reason])
+        case .accepted(let info):
+            logger.debug("connection opened", ["conn": String(info.id), "transport": info.transport.rawValue])
+        case .closed(let info, let reason):
+            logger.debug("connection closed", ["conn": String(info.id), "reason": reason])
+        case .refused(let address, let reason):
+            logger.warning("connection refused", ["listen": "\(address)", "reason": reason])
         case .frameTooLarge(let info): logger.warning("frame too large", ["conn": String(info.id)])
         case .shutdownStarted: logger.info("shutting down: no new connections, finishing requests in flight")
         case .shutdownFinished(let forced): logger.info("shut down", ["forced_connections": String(forced)])

@@ -44,7 +44,10 @@ enum Validate {
         let valid =
             (2...3).contains(parts.first?.count ?? 0)
             && parts.allSatisfy { part in
-                (2...8).contains(part.count) && part.unicodeScalars.allSatisfy { $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0) }
+                (2...8).contains(part.count)
+                    && part.unicodeScalars.allSatisfy {
+                        $0.isASCII && $0.properties.isAlphabetic || ("0"..."9").contains($0)
+                    }
             }
         guard valid else {
             throw GatewayError.invalidParams(

@@ -175,7 +175,8 @@ final class RedemptionCoordinator: Sendable {
             return answer(first, verdicts: verdicts, batch: batch).map { $0.asReplay() }
         case .keyConflict:
             return .failure(
-                GatewayError.conflict("the idempotency key was used with other params", reason: "idempotency_key_reused"))
+                GatewayError.conflict(
+                    "the idempotency key was used with other params", reason: "idempotency_key_reused"))
         }
     }
 }

@@ -62,7 +62,8 @@ enum RedemptionDecider {
                 firstByKey[key] = index
             }
             let facts = RedemptionFacts(
-                at: at, customerEligible: attempt.eligible, oneTimeCodeUsed: attempt.oneTime && used.contains(attempt.code),
+                at: at, customerEligible: attempt.eligible,
+                oneTimeCodeUsed: attempt.oneTime && used.contains(attempt.code),
                 redeemed: total, customerRedeemed: counts[attempt.customerId, default: 0])
             if let refusal = campaign.refusal(facts) {
                 verdicts.append(.refused(refusal))

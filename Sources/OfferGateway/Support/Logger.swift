@@ -76,7 +76,8 @@ public struct Logger: Sendable {
     public var metadata: [String: String]
     private let sink: any LogSink
 
-    public init(level: LogLevel = .info, sink: any LogSink = FileDescriptorLogSink(), metadata: [String: String] = [:]) {
+    public init(level: LogLevel = .info, sink: any LogSink = FileDescriptorLogSink(), metadata: [String: String] = [:])
+    {
         self.level = level
         self.sink = sink
         self.metadata = metadata

@@ -195,8 +195,10 @@ extension CampaignRepository {
                 SELECT \(query: .unsafeRaw(columns)), now() FROM campaigns c
                 WHERE c.tenant_id = \(tenant) AND c.campaign_id = \(campaignId) FOR UPDATE
                 """,
-            ] + batchLookups(tenant: tenant, campaignId: campaignId, customers: customers, oneTimeCodes: oneTimeCodes,
-                             keys: keys),
+            ]
+                + batchLookups(
+                    tenant: tenant, campaignId: campaignId, customers: customers, oneTimeCodes: oneTimeCodes,
+                    keys: keys),
             prepared: true)
         guard reads.count == 5 else { throw StoreError.corrupt("pipeline returned \(reads.count) results") }
         _ = try reads[0].get()

@@ -144,7 +144,8 @@ public struct EmbeddedPostgres: Sendable {
         let executable = binDirectory.appendingPathComponent(tool).path
         var argv: [String]
         if let user = runAsUser {
-            let runuser = FileManager.default.isExecutableFile(atPath: "/sbin/runuser") ? "/sbin/runuser" : "/usr/sbin/runuser"
+            let runuser =
+                FileManager.default.isExecutableFile(atPath: "/sbin/runuser") ? "/sbin/runuser" : "/usr/sbin/runuser"
             argv = [runuser, "-u", user, "--", executable] + arguments
         } else {
             argv = [executable] + arguments

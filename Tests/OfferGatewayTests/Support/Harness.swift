@@ -2,10 +2,11 @@ import Foundation
 import JSONRPC
 import OfferCrypto
 import OfferGateway
-@testable import OfferStore
 import OfferTestSupport
 import Postgres
 import Testing
+
+@testable import OfferStore
 
 /// An in-process gateway on a fresh database, listening on a Unix socket and on TCP loopback.
 struct TestGateway: Sendable {
@@ -147,8 +148,10 @@ struct TestGateway: Sendable {
     }
 
     /// Upserts the standard test catalog (see `Catalogs.standard`).
-    func upsertStandardCatalog(tenant: String, admin: RPCClient, extraProducts: [JSONValue] = [],
-                               extraOffers: [JSONValue] = []) async throws {
+    func upsertStandardCatalog(
+        tenant: String, admin: RPCClient, extraProducts: [JSONValue] = [],
+        extraOffers: [JSONValue] = []
+    ) async throws {
         var catalog = Catalogs.standard(tenant: tenant)
         if case .array(let products)? = catalog["products"] { catalog["products"] = .array(products + extraProducts) }
         if case .array(let offers)? = catalog["offers"] { catalog["offers"] = .array(offers + extraOffers) }
@@ -176,20 +179,36 @@ enum Catalogs {
             "tenant": .string(tenant),
             "groups": [["id": "premium", "name": "Premium"]],
             "products": [
-                ["id": "monthly", "groupId": "premium", "period": "P1M", "price": "4.99", "currency": "USD", "level": 2],
-                ["id": "yearly", "groupId": "premium", "period": "P1Y", "price": "39.99", "currency": "USD", "level": 1],
+                [
+                    "id": "monthly", "groupId": "premium", "period": "P1M", "price": "4.99", "currency": "USD",
+                    "level": 2,
+                ],
+                [
+                    "id": "yearly", "groupId": "premium", "period": "P1Y", "price": "39.99", "currency": "USD",
+                    "level": 1,
+                ],
             ],
             "offers": [
-                ["id": "intro.week", "type": "introductory", "productId": "monthly", "paymentMode": "freeTrial",
-                 "period": "P1W"],
-                ["id": "intro.yearly", "type": "introductory", "productId": "yearly", "paymentMode": "freeTrial",
-                 "period": "P1M"],
-                ["id": "promo.half", "type": "promotional", "productId": "monthly", "paymentMode": "payAsYouGo",
-                 "period": "P1M", "periodCount": 3, "price": "2.49"],
-                ["id": "promo.free", "type": "promotional", "productId": "monthly", "paymentMode": "freeTrial",
-                 "period": "P1M"],
-                ["id": "winback.monthly", "type": "winBack", "productId": "monthly", "paymentMode": "payUpFront",
-                 "period": "P3M", "price": "4.99", "minPaidMonths": 2, "monthsSinceLapse": ["min": 1, "max": 12]],
+                [
+                    "id": "intro.week", "type": "introductory", "productId": "monthly", "paymentMode": "freeTrial",
+                    "period": "P1W",
+                ],
+                [
+                    "id": "intro.yearly", "type": "introductory", "productId": "yearly", "paymentMode": "freeTrial",
+                    "period": "P1M",
+                ],
+                [
+                    "id": "promo.half", "type": "promotional", "productId": "monthly", "paymentMode": "payAsYouGo",
+                    "period": "P1M", "periodCount": 3, "price": "2.49",
+                ],
+                [
+                    "id": "promo.free", "type": "promotional", "productId": "monthly", "paymentMode": "freeTrial",
+                    "period": "P1M",
+                ],
+                [
+                    "id": "winback.monthly", "type": "winBack", "productId": "monthly", "paymentMode": "payUpFront",
+                    "period": "P3M", "price": "4.99", "minPaidMonths": 2, "monthsSinceLapse": ["min": 1, "max": 12],
+                ],
             ],
         ]
     }
@@ -207,7 +226,9 @@ func expectRPCError(
         return nil
     } catch let error as RPCError {
         #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
-        #expect(error.data?["retryable"]?.boolValue != nil, "data.retryable missing: \(error)", sourceLocation: sourceLocation)
+        #expect(
+            error.data?["retryable"]?.boolValue != nil, "data.retryable missing: \(error)",
+            sourceLocation: sourceLocation)
         #expect(error.reason != nil, "data.reason missing: \(error)", sourceLocation: sourceLocation)
         if let param {
             #expect(error.data?["param"]?.stringValue == param, "\(error)", sourceLocation: sourceLocation)

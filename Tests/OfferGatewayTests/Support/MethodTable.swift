@@ -19,61 +19,90 @@ enum MethodTable {
         let at = Param(name: "at", kind: .date, valid: "2026-11-18T12:00:00Z")
         return [
             ("system.ping", []), ("system.health", []), ("system.stats", []),
-            ("session.authenticate", [Param(name: "apiKey", kind: .string, valid: "og_aaaaaaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")]),
-            ("tenants.create", [
-                Param(name: "slug", kind: .string, valid: "fuzz-new"), Param(name: "bundleId", kind: .string, valid: "com.x"),
-                Param(name: "name", kind: .string, valid: "X"),
-            ]),
+            (
+                "session.authenticate",
+                [Param(name: "apiKey", kind: .string, valid: "og_aaaaaaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")]
+            ),
+            (
+                "tenants.create",
+                [
+                    Param(name: "slug", kind: .string, valid: "fuzz-new"),
+                    Param(name: "bundleId", kind: .string, valid: "com.x"),
+                    Param(name: "name", kind: .string, valid: "X"),
+                ]
+            ),
             ("tenants.list", []),
             ("tenants.rotateApiKey", [t]),
-            ("keys.import", [
-                t, Param(name: "keyId", kind: .string, valid: "FUZZKEY"),
-                Param(name: "issuerId", kind: .string, valid: "issuer"),
-                Param(name: "privateKeyPem", kind: .string, valid: .string(pem)),
-            ]),
+            (
+                "keys.import",
+                [
+                    t, Param(name: "keyId", kind: .string, valid: "FUZZKEY"),
+                    Param(name: "issuerId", kind: .string, valid: "issuer"),
+                    Param(name: "privateKeyPem", kind: .string, valid: .string(pem)),
+                ]
+            ),
             ("keys.list", [t]),
             ("keys.retire", [t, Param(name: "keyId", kind: .string, valid: "NO-SUCH-KEY")]),
             ("catalog.get", [t]),
-            ("catalog.import", [
-                t, Param(name: "storekit", kind: .object, valid: ["subscriptionGroups": []]),
-                Param(name: "currency", kind: .string, valid: "USD"),
-            ]),
-            ("catalog.upsert", [
-                t, Param(name: "groups", kind: .array, valid: []), Param(name: "products", kind: .array, valid: []),
-                Param(name: "offers", kind: .array, valid: []),
-            ]),
-            ("subscriptions.record", [
-                t, customer, product, Param(name: "transactionId", kind: .string, valid: "fuzz-tx"),
-                Param(name: "originalTransactionId", kind: .string, valid: "fuzz-tx"),
-                Param(name: "purchaseDate", kind: .date, valid: "2026-11-01T00:00:00Z"),
-                Param(name: "expiresDate", kind: .date, valid: "2026-12-01T00:00:00Z"),
-                Param(name: "offerType", kind: .integer, valid: 2),
-                Param(name: "offerId", kind: .string, valid: "promo.half"),
-                Param(name: "autoRenew", kind: .bool, valid: false),
-                Param(name: "inBillingRetry", kind: .bool, valid: false),
-                Param(name: "gracePeriodExpiresDate", kind: .date, valid: "2026-12-02T00:00:00Z"),
-                Param(name: "revocationDate", kind: .date, valid: "2026-12-01T00:00:00Z"),
-            ]),
+            (
+                "catalog.import",
+                [
+                    t, Param(name: "storekit", kind: .object, valid: ["subscriptionGroups": []]),
+                    Param(name: "currency", kind: .string, valid: "USD"),
+                ]
+            ),
+            (
+                "catalog.upsert",
+                [
+                    t, Param(name: "groups", kind: .array, valid: []), Param(name: "products", kind: .array, valid: []),
+                    Param(name: "offers", kind: .array, valid: []),
+                ]
+            ),
+            (
+                "subscriptions.record",
+                [
+                    t, customer, product, Param(name: "transactionId", kind: .string, valid: "fuzz-tx"),
+                    Param(name: "originalTransactionId", kind: .string, valid: "fuzz-tx"),
+                    Param(name: "purchaseDate", kind: .date, valid: "2026-11-01T00:00:00Z"),
+                    Param(name: "expiresDate", kind: .date, valid: "2026-12-01T00:00:00Z"),
+                    Param(name: "offerType", kind: .integer, valid: 2),
+                    Param(name: "offerId", kind: .string, valid: "promo.half"),
+                    Param(name: "autoRenew", kind: .bool, valid: false),
+                    Param(name: "inBillingRetry", kind: .bool, valid: false),
+                    Param(name: "gracePeriodExpiresDate", kind: .date, valid: "2026-12-02T00:00:00Z"),
+                    Param(name: "revocationDate", kind: .date, valid: "2026-12-01T00:00:00Z"),
+                ]
+            ),
             ("customers.get", [t, customer, at]),
             ("offers.eligibility", [t, customer, product, at]),
-            ("offers.best", [
-                t, customer, product, at, Param(name: "locale", kind: .string, valid: "de_DE"),
-            ]),
+            (
+                "offers.best",
+                [
+                    t, customer, product, at, Param(name: "locale", kind: .string, valid: "de_DE"),
+                ]
+            ),
             ("offers.best", [t, customer, Param(name: "groupId", kind: .string, valid: "premium")]),
-            ("offers.sign", [
-                t, customer, product, Param(name: "offerId", kind: .string, valid: "promo.half"),
-                Param(name: "format", kind: .string, valid: "v1"),
-                Param(name: "appAccountToken", kind: .string, valid: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f"),
-                Param(name: "transactionId", kind: .string, valid: "fuzz-tx"),
-            ]),
-            ("offers.introEligibility", [t, customer, product, Param(name: "transactionId", kind: .string, valid: "fuzz-tx")]),
+            (
+                "offers.sign",
+                [
+                    t, customer, product, Param(name: "offerId", kind: .string, valid: "promo.half"),
+                    Param(name: "format", kind: .string, valid: "v1"),
+                    Param(name: "appAccountToken", kind: .string, valid: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f"),
+                    Param(name: "transactionId", kind: .string, valid: "fuzz-tx"),
+                ]
+            ),
+            (
+                "offers.introEligibility",
+                [t, customer, product, Param(name: "transactionId", kind: .string, valid: "fuzz-tx")]
+            ),
         ]
     }
 
     /// Values of every JSON type, huge and odd ones included.
     static let wrongValues: [(Kind?, JSONValue)] = [
         (.integer, 0), (.integer, -1), (nil, .number(JSONNumber(lexeme: "1.5")!)),
-        (nil, .number(JSONNumber(lexeme: "1e400")!)), (nil, .number(JSONNumber(lexeme: "-123456789012345678901234567890")!)),
+        (nil, .number(JSONNumber(lexeme: "1e400")!)),
+        (nil, .number(JSONNumber(lexeme: "-123456789012345678901234567890")!)),
         (.bool, true), (.bool, false), (nil, .null), (.string, ""), (.string, "not-a-date"),
         (.array, []), (.array, [1, "a", nil]), (.object, [:]), (.object, ["nested": ["deeper": [1]]]),
         (.string, .string(String(repeating: "A", count: 70_000))),
@@ -84,7 +113,8 @@ enum MethodTable {
         "'; DROP TABLE tenants; --", "\" OR 1=1 --", "1'); DELETE FROM products; --", "$(rm -rf /)", "`id`",
         "; cat /etc/passwd", "| nc -l 4444", "%s%s%s%n", "../../../../etc/passwd", "\\x00\\'",
         "\u{0}null-byte", "line\nbreak", "ünïcödé-🎉", "\u{202E}rtl", "e621e1f8-c36c-495a-93fc-0c247a3e6e5f'",
-        "{\"json\":true}", "<script>alert(1)</script>", "${jndi:ldap://x}", "SELECT pg_sleep(10)", "🎉" + String(repeating: "x", count: 300),
+        "{\"json\":true}", "<script>alert(1)</script>", "${jndi:ldap://x}", "SELECT pg_sleep(10)",
+        "🎉" + String(repeating: "x", count: 300),
     ]
 }
 
