@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Synchronization
 import Testing
 
@@ -15,13 +16,37 @@ import Testing
         }
     }
 
-    /// Holds loads until opened (any number of waiters).
+    /// Holds loads until opened (any number of waiters), and counts who arrived, so a test waits for the event
+    /// "the load has started" instead of for time.
     final class Gate: Sendable {
-        private let isOpen = Mutex(false)
-        func open() { isOpen.withLock { $0 = true } }
-        func wait() async throws {
-            while !isOpen.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(2)) }
+        private struct State {
+            var isOpen = false
+            var arrived = 0
+            var waiting: [CheckedContinuation<Void, Never>] = []
         }
+        private let state = Mutex(State())
+
+        func open() {
+            let waiting = state.withLock { state in
+                state.isOpen = true
+                defer { state.waiting.removeAll() }
+                return state.waiting
+            }
+            for continuation in waiting { continuation.resume() }
+        }
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let open = state.withLock { state in
+                    state.arrived += 1
+                    if !state.isOpen { state.waiting.append(continuation) }
+                    return state.isOpen
+                }
+                if open { continuation.resume() }
+            }
+        }
+
+        var arrived: Int { state.withLock { $0.arrived } }
     }
 
     @Test func aHitDoesNotLoadAndAnInvalidationLoadsAfresh() async throws {
@@ -73,12 +98,13 @@ import Testing
             for _ in 0..<50 {
                 group.addTask {
                     try await cache.value(for: "k") {
-                        try await gate.wait()
+                        await gate.wait()
                         return counter.next()
                     }
                 }
             }
-            try await Task.sleep(for: .milliseconds(100))
+            // The one load has started (callers arriving later join it, or find its value kept).
+            #expect(await eventually { gate.arrived == 1 })
             gate.open()
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
@@ -92,11 +118,11 @@ import Testing
         let gate = Gate()
         let stale = Task {
             try await cache.value(for: "k") {
-                try await gate.wait()
+                await gate.wait()
                 return 1
             }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { gate.arrived == 1 })
         cache.invalidate("k")  // the data changed while the first load was in flight
         #expect(try await cache.value(for: "k") { 2 } == 2)
         gate.open()
