@@ -454,7 +454,10 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         let started = ContinuousClock.now
         await server.shutdown(gracePeriod: .milliseconds(100))
         await served.value
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // The handler waits for cancellation forever: that shutdown returned at all shows it was cancelled. The
+        // bound only catches a shutdown that waited for something else; it is loose because a loaded 2-core
+        // machine stalls test processes for seconds.
+        #expect(ContinuousClock.now - started < .seconds(30))
         #expect(await handler.cancelled.wait())
         #expect(await handler.sessionEnd.wait())
         client.close()
