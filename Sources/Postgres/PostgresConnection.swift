@@ -384,14 +384,19 @@ final class LibPQConnectionBox {
 }
 
 /// Lets any thread cancel the statement in progress on one connection: `PQcancel` on a `PGcancel` object, which
-/// libpq allows from a thread other than the connection's. Sendable: all state is behind the `Mutex`; the
-/// `PGcancel` object is made (`PQgetCancel`) and freed only under the lock.
+/// libpq allows from a thread other than the connection's. Sendable: all state is behind the `Mutex`.
+///
+/// `PQcancel` opens a connection of its own to the server (a blocking round trip, longer during a partition), so
+/// it never runs on the thread that cancels (an event loop closing a client's connection, or the cooperative
+/// pool): the request is decided under the lock and sent from one serial queue. The `PGcancel` object is a
+/// reference (`CancelObject`) freed when its last user lets go, so a send still queued when the connection is
+/// finished uses a live object.
 ///
 /// A call registers a ticket first; a cancellation handler acts only for its own ticket, so one arriving late can
 /// never cancel the next caller's statement.
 final class StatementCanceller: Sendable {
     private struct State {
-        var cancel: CancelHandle?
+        var cancel: CancelObject?
         var lastTicket: UInt64 = 0
         var active: UInt64?
         var requested = false
@@ -401,27 +406,38 @@ final class StatementCanceller: Sendable {
 
     private let state = Mutex(State())
 
-    /// A `PGcancel` object. `@unchecked Sendable`: libpq lets any thread call `PQcancel` on it; it is only created
-    /// and freed under the canceller's lock, so no thread uses it after `PQfreeCancel`.
-    struct CancelHandle: @unchecked Sendable {
+    /// A `PGcancel` object. `@unchecked Sendable`: libpq lets any thread call `PQcancel` on it (it holds only the
+    /// server's address and the backend's key, no link to the `PGconn`); it is freed once, by the last reference.
+    final class CancelObject: @unchecked Sendable {
         let pointer: OpaquePointer
+
+        init(_ pointer: OpaquePointer) {
+            self.pointer = pointer
+        }
+
+        /// Sends the cancel request (blocking: a short connection of its own to the server).
+        func send() {
+            var buffer = [CChar](repeating: 0, count: 256)
+            _ = PQcancel(pointer, &buffer, Int32(buffer.count))
+        }
+
+        deinit {
+            PQfreeCancel(pointer)
+        }
     }
+
+    /// Where cancel requests are sent from: never the thread that cancels.
+    private static let sender = DispatchQueue(label: "postgres.cancel")
 
     /// Makes the cancel object for a fresh handle (on the connection's queue).
     func install(_ conn: OpaquePointer) {
-        let cancel = PQgetCancel(conn).map(CancelHandle.init)
-        state.withLock { s in
-            if let old = s.cancel { PQfreeCancel(old.pointer) }
-            s.cancel = cancel
-        }
+        let cancel = PQgetCancel(conn).map(CancelObject.init)
+        state.withLock { $0.cancel = cancel }
     }
 
-    /// Frees the cancel object (the handle is about to be finished).
+    /// Lets go of the cancel object (the handle is about to be finished; a send still queued keeps it alive).
     func uninstall() {
-        state.withLock { s in
-            if let old = s.cancel { PQfreeCancel(old.pointer) }
-            s.cancel = nil
-        }
+        state.withLock { $0.cancel = nil }
     }
 
     func register() -> UInt64 {
@@ -460,17 +476,19 @@ final class StatementCanceller: Sendable {
         }
     }
 
-    /// From the cancellation handler (any thread). Sends the request while holding the lock, so `end()` cannot
-    /// miss it (PQcancel opens a short connection to the server: milliseconds).
+    /// From the cancellation handler (any thread). Decides under the lock, so `end()` cannot miss that a request
+    /// went out (the connection is then not reused: the server may act on the cancel late), and sends it from the
+    /// cancel queue.
     func cancel(_ ticket: UInt64) {
-        state.withLock { s in
-            guard s.active == ticket else { return }
+        let send = state.withLock { s -> CancelObject? in
+            guard s.active == ticket else { return nil }
             s.requested = true
-            guard s.running, !s.sent, let cancel = s.cancel else { return }
-            var buffer = [CChar](repeating: 0, count: 256)
-            _ = PQcancel(cancel.pointer, &buffer, Int32(buffer.count))
+            guard s.running, !s.sent, let cancel = s.cancel else { return nil }
             s.sent = true
+            return cancel
         }
+        guard let send else { return }
+        Self.sender.async { send.send() }
     }
 
     deinit {

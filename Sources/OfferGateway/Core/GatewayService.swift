@@ -76,10 +76,15 @@ public final class GatewayService: Sendable {
                 parts[.resealing] = Task {
                     do {
                         try await self.resealSigningKeys()
-                    } catch is CancellationError {
-                        logger.info("re-sealing signing keys stopped by shutdown; the next start goes on")
                     } catch {
-                        logger.error("re-sealing signing keys failed; the next start retries", ["error": "\(error)"])
+                        // Stopped by shutdown between rows (CancellationError) or mid-statement (the store's
+                        // cancelled failure): not a failure.
+                        if Task.isCancelled {
+                            logger.info("re-sealing signing keys stopped by shutdown; the next start goes on")
+                        } else {
+                            logger.error(
+                                "re-sealing signing keys failed; the next start retries", ["error": "\(error)"])
+                        }
                     }
                 }
             }
