@@ -176,11 +176,7 @@ public struct AppleDataRepository: Sendable {
             let chain = t.facts.originalTransactionId
             var customer = t.appAccountToken
             if let token = customer {
-                try await tx.query(
-                    """
-                    INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
-                    VALUES (\(tenant), \(chain), \(token)) ON CONFLICT DO NOTHING
-                    """)
+                try await linkByToken(tx, tenant: tenant, chain: chain, token: token)
             } else if let known = customerOfChain[chain] {
                 customer = known
             } else {
@@ -196,11 +192,7 @@ public struct AppleDataRepository: Sendable {
             if customer == nil { customer = try await linkedCustomer(tx, tenant: tenant, chain: chain) }
             if customer == nil, let token = r.appAccountToken {
                 customer = token
-                try await tx.query(
-                    """
-                    INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
-                    VALUES (\(tenant), \(chain), \(token)) ON CONFLICT DO NOTHING
-                    """)
+                try await linkByToken(tx, tenant: tenant, chain: chain, token: token)
             }
             if let customer { customers.insert(customer) }
             if try await upsert(tx, tenant: tenant, r, customer: customer) { applied += 1 } else { duplicates += 1 }
@@ -241,6 +233,26 @@ public struct AppleDataRepository: Sendable {
             INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
             VALUES (\(tenant), \(chain), \(customerId)) ON CONFLICT DO NOTHING
             """)
+        return try await adopt(tx, tenant: tenant, chain: chain, customerId: customerId)
+    }
+
+    /// A transaction's `appAccountToken` links its chain when the chain has no link yet; the chain's data kept
+    /// unlinked so far (history without a token, a renewal info that came first) is then the token's customer's.
+    private static func linkByToken(_ tx: PostgresTransaction, tenant: UUID, chain: String, token: String)
+        async throws
+    {
+        let inserted = try await tx.query(
+            """
+            INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
+            VALUES (\(tenant), \(chain), \(token)) ON CONFLICT DO NOTHING RETURNING 1
+            """)
+        if inserted.count > 0 { _ = try await adopt(tx, tenant: tenant, chain: chain, customerId: token) }
+    }
+
+    /// Gives a chain's unlinked records to its customer; returns how many.
+    private static func adopt(_ tx: PostgresTransaction, tenant: UUID, chain: String, customerId: String)
+        async throws -> Int
+    {
         let transactions = try await tx.query(
             """
             UPDATE apple_transactions SET customer_id = \(customerId)

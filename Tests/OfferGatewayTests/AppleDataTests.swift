@@ -144,6 +144,31 @@ struct AppleDataTests {
         }
     }
 
+    @Test("A token that links a chain also gives it the chain's data kept unlinked before")
+    func tokenLinkAdoptsEarlierUnlinkedData() async throws {
+        try await Self.withApple { app in
+            let token = "5d2f1c9e-8a4b-4c3d-9e7f-1a2b3c4d5e6f"
+            // History without a token first: kept unlinked, and the renewal info with it.
+            let early = try await app.transactions(
+                [app.payloads.transaction(id: "4001", purchase: days(-40), expires: days(-10), signed: days(-40))],
+                renewals: [app.payloads.renewal(original: "4001", autoRenewStatus: 0, signed: days(-40))])
+            #expect(early["customers"] == [])
+            // A renewal of the same chain carries the app account token: the chain is the token's customer's now,
+            // with everything kept for it so far.
+            let renewed = try await app.transactions([
+                app.payloads.transaction(
+                    id: "4002", original: "4001", purchase: days(-10), expires: days(20), token: token,
+                    signed: days(-10))
+            ])
+            #expect(renewed["customers"] == [.string(token)])
+            let group = try await app.group(token)
+            #expect(group["state"]?.stringValue == "active")
+            #expect(group["autoRenew"]?.boolValue == false, "the renewal info stored before the link is theirs too")
+            // The month from -40 to -10 days counts only if the early transaction was adopted (the new one is 10 days old).
+            #expect(group["paidMonths"]?.int64Value == Int64(1), "\(group)")
+        }
+    }
+
     @Test("A Sandbox notification never changes a Production decision")
     func sandboxNeverChangesProduction() async throws {
         try await Self.withApple(allowSandbox: true) { app in
