@@ -162,28 +162,31 @@ final class SignerCache: Sendable {
 /// (`tenants.update`, announced on the change feed as a catalog change of the tenant).
 final class TenantDirectory: Sendable {
     private let repository: TenantRepository
-    private let bySlug = Mutex<[String: TenantRecord]>([:])
+    /// By slug. A `KeyedCache`, so a change announced while a tenant is being loaded is not lost.
+    private let bySlug = KeyedCache<String, TenantRecord>()
 
     init(repository: TenantRepository) {
         self.repository = repository
     }
 
     func find(slug: String) async throws -> TenantRecord {
-        if let known = bySlug.withLock({ $0[slug] }) { return known }
-        // Only a well-formed slug goes to the database: libpq would cut "acme\0x" down to "acme".
-        guard TenantRecord.isWellFormed(slug: slug), let tenant = try await repository.find(slug: slug) else {
-            throw GatewayError.notFound("no tenant '\(Validate.printable(slug))'", reason: "unknown_tenant")
+        let repository = repository
+        return try await bySlug.value(for: slug) {
+            // Only a well-formed slug goes to the database: libpq would cut "acme\0x" down to "acme".
+            guard TenantRecord.isWellFormed(slug: slug), let tenant = try await repository.find(slug: slug) else {
+                throw GatewayError.notFound("no tenant '\(Validate.printable(slug))'", reason: "unknown_tenant")
+            }
+            return tenant
         }
-        bySlug.withLock { $0[slug] = tenant }
-        return tenant
     }
 
-    /// Forgets a tenant (its settings changed, here or in another process).
+    /// Forgets a tenant (its settings changed, here or in another process). Changes are rare and carry the id, not
+    /// the slug, so every tenant is forgotten: the next request of each reloads its own.
     func invalidate(_ tenant: UUID) {
-        bySlug.withLock { known in known = known.filter { $0.value.id != tenant } }
+        bySlug.invalidateAll()
     }
 
-    func invalidateAll() { bySlug.withLock { $0.removeAll() } }
+    func invalidateAll() { bySlug.invalidateAll() }
 }
 
 /// The campaign behind each custom (vanity) code. A code never changes campaign, and the parts of a campaign that

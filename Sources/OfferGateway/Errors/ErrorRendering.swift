@@ -6,7 +6,7 @@ import OfferStore
 
 /// An error that knows how the API shows it (as hummingbird's `HTTPResponseError` does): the JSON-RPC error a
 /// client sees, and whether the failure is the gateway's own (then logged with a detail) or the client's doing.
-/// Every error a service may throw conforms, and `renderedError(_:)` is the one entry point transports use: the
+/// Every error a service may throw conforms (a redemption refusal travels as `GatewayError.refused`), and `renderedError(_:)` is the one entry point transports use: the
 /// JSON-RPC dispatcher here, and the HTTP listener, which maps the same `RPCError` codes to status codes.
 protocol RenderableError: Error {
     /// The error on the wire.
@@ -29,11 +29,6 @@ extension StoreError: RenderableError {
 extension RPCError: RenderableError {
     var rpcError: RPCError { self }
     /// Errors raised as `RPCError` are protocol-level (bad params shape, unknown method): the client's.
-    var failureDetail: String? { nil }
-}
-
-extension Campaign.Refusal: RenderableError {
-    var rpcError: RPCError { GatewayError.refused(self).rpcError }
     var failureDetail: String? { nil }
 }
 

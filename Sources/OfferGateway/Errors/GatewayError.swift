@@ -119,9 +119,9 @@ extension GatewayError {
         }
     }
 
-    /// A domain validation failure, attributed to a parameter.
-    init(_ error: OfferDomainError, paramPrefix: String) {
-        let param = error.field.map { "\(paramPrefix).\($0)" } ?? paramPrefix
+    /// A domain validation failure, attributed to a parameter (`defaultField` when the error names none).
+    init(_ error: OfferDomainError, paramPrefix: String, defaultField: String? = nil) {
+        let param = (error.field ?? defaultField).map { "\(paramPrefix).\($0)" } ?? paramPrefix
         self = .invalidParams(param: param, message: error.message, reason: error.code.rawValue)
     }
 }

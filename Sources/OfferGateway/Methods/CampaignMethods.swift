@@ -3,9 +3,6 @@ import JSONRPC
 
 /// `campaigns.*` (admin): offer-code campaigns, their one-time codes and their counters (see `CampaignService`).
 enum CampaignMethods {
-    /// Counts from which progress notifications are sent (one per pipelined round of 80,000 codes).
-    static let progressThreshold = 50_000
-
     static let all: [MethodSpec] = [
         MethodSpec(name: "campaigns.create", access: .admin) { ctx in
             let request = try ctx.params(CampaignService.CreateRequest.self)
@@ -19,7 +16,6 @@ enum CampaignMethods {
             let tenant = try await ctx.namedTenant()
             let (rpc, campaignId, count) = (ctx.rpc, request.campaignId, request.count)
             let generated = try await ctx.services.campaigns.generateCodes(request, tenant: tenant) { made in
-                guard count >= progressThreshold else { return }
                 rpc.notify(
                     method: "campaigns.generateCodes.progress",
                     params: ["campaignId": .string(campaignId), "generated": .int(made), "count": .int(count)])
@@ -43,16 +39,14 @@ enum CampaignMethods {
         },
         MethodSpec(name: "campaigns.stats", access: .admin) { ctx in
             let request = try ctx.params(CampaignService.CampaignRequest.self)
-            let stats = try await ctx.services.campaigns.stats(request, tenant: try await ctx.namedTenant())
-            let record = stats.record
+            let view = try await ctx.services.campaigns.stats(request, tenant: try await ctx.namedTenant())
+            let record = view.stats.record
             return [
-                "campaignId": .string(record.campaign.id),
-                "state": .string(record.campaign.state(at: ctx.services.clock()).rawValue),
+                "campaignId": .string(record.campaign.id), "state": .string(view.state.rawValue),
                 "totalLimit": record.campaign.limits.totalLimit.map { .int($0) } ?? .null,
-                "redeemed": .int(record.redeemed),
-                "remaining": record.campaign.limits.remaining(redeemed: record.redeemed).map { .int($0) } ?? .null,
+                "redeemed": .int(record.redeemed), "remaining": view.remaining.map { .int($0) } ?? .null,
                 "rolledBack": .int(record.rolledBack), "codesGenerated": .int(record.codesGenerated),
-                "codesRedeemed": .int(stats.codesRedeemed),
+                "codesRedeemed": .int(view.stats.codesRedeemed),
             ]
         },
         MethodSpec(name: "campaigns.list", access: .admin) { ctx in

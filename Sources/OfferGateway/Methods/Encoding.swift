@@ -132,7 +132,7 @@ enum Wire {
         ]
         if case .refused(let refusal) = validation.refusal {
             result["reason"] = .string(refusal.rawValue)
-            result["errorCode"] = .int(refusal.rpcError.code)
+            result["errorCode"] = .int(GatewayError.refused(refusal).rpcError.code)
         }
         return .object(result)
     }

@@ -12,6 +12,8 @@ struct CampaignService: Sendable {
 
     /// Most codes one `campaigns.generateCodes` call makes.
     static let maxGenerate = 5_000_000
+    /// Counts from which progress is reported (one report per pipelined round of 80,000 codes).
+    static let progressThreshold = 50_000
 
     struct CreateRequest: Decodable, Sendable {
         let campaignId: String
@@ -88,7 +90,8 @@ struct CampaignService: Sendable {
         return Created(record: record, warnings: campaign.appleCapWarnings(createdAt: record.createdAt))
     }
 
-    /// Makes `count` new one-time codes; `progress` hears the running total after each stored round.
+    /// Makes `count` new one-time codes; for counts from `progressThreshold`, `progress` hears the running total
+    /// after each stored round.
     func generateCodes(
         _ request: GenerateRequest, tenant: TenantRecord, progress: @escaping @Sendable (Int) -> Void
     ) async throws -> Int {
@@ -114,7 +117,7 @@ struct CampaignService: Sendable {
                 var random = SecureRandomGenerator()
                 return generator.generateNormalized(count: n, using: &random)
             },
-            progress: progress)
+            progress: { made in if request.count >= Self.progressThreshold { progress(made) } })
         logger.info("codes generated", ["tenant": tenant.slug, "campaign": campaignId, "count": String(generated)])
         return generated
     }
@@ -140,10 +143,21 @@ struct CampaignService: Sendable {
         return CodesPage(campaignId: campaignId, codes: page, next: page.count == limit ? page.last?.code : nil)
     }
 
-    func stats(_ request: CampaignRequest, tenant: TenantRecord) async throws -> CampaignStats {
+    /// A campaign's counters, its state now and its remaining capacity (nil: unlimited).
+    struct Stats: Sendable {
+        let stats: CampaignStats
+        let state: CampaignState
+        let remaining: Int?
+    }
+
+    func stats(_ request: CampaignRequest, tenant: TenantRecord) async throws -> Stats {
         let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
         do {
-            return try await repository.stats(tenant: tenant.id, campaignId: campaignId)
+            let stats = try await repository.stats(tenant: tenant.id, campaignId: campaignId)
+            let record = stats.record
+            return Stats(
+                stats: stats, state: record.campaign.state(at: clock()),
+                remaining: record.campaign.limits.remaining(redeemed: record.redeemed))
         } catch StoreError.notFound {
             throw Self.unknownCampaign(campaignId)
         }

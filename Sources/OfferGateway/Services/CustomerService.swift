@@ -44,6 +44,9 @@ struct CustomerService: Sendable {
         let customerId = try Validate.customerId(request.customerId)
         let transaction = try Self.transaction(request)
         try await repository.record(tenant: tenant.id, customerId: customerId, transaction)
+        // Other processes hear of it through the change feed; this one must not wait for that, even when the link
+        // below fails (the record is committed).
+        defer { caches.invalidate(tenant: tenant.id, customerId: customerId) }
         if request.originalTransactionId != nil {
             // The chain is the customer's: Apple data kept unlinked for it is theirs now. A chain linked to another
             // customer already stays so (recorded data never moves Apple's).
@@ -53,8 +56,6 @@ struct CustomerService: Sendable {
             } catch .conflict {
             }
         }
-        // Other processes hear of it through the change feed; this one must not wait for that.
-        caches.invalidate(tenant: tenant.id, customerId: customerId)
         return transaction.transactionId
     }
 
@@ -68,11 +69,12 @@ struct CustomerService: Sendable {
     /// The tenant's catalog and the customer's history derived at `at` (customer id already normalised).
     func history(tenant: UUID, customerId: String, at: Date) async throws -> (Catalog, CustomerHistory) {
         let (catalog, transactions) = try await caches.inputs(tenant: tenant, customerId: customerId)
-        return (
-            catalog.catalog,
-            CustomerHistory.derive(
-                records: transactions.records, policy: catalog.policy, catalog: catalog.catalog, at: at)
-        )
+        return (catalog.catalog, Self.history(catalog: catalog, transactions: transactions, at: at))
+    }
+
+    /// The one derivation of a customer's history: from these snapshots (recorded and Apple data) at `at`.
+    static func history(catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> CustomerHistory {
+        CustomerHistory.derive(records: transactions.records, policy: catalog.policy, catalog: catalog.catalog, at: at)
     }
 
     /// The customer's state in the group of `productId` at `at` (`never` when the product is in no group).

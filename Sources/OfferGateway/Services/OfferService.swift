@@ -87,8 +87,7 @@ struct OfferService: Sendable {
         if let known = caches.decisions.answer(memoKey, catalog: catalogSnapshot, transactions: transactions, at: at) {
             return known
         }
-        let history = CustomerHistory.derive(
-            records: transactions.records, policy: catalogSnapshot.policy, catalog: catalog, at: at)
+        let history = CustomerService.history(catalog: catalogSnapshot, transactions: transactions, at: at)
         let result = try Self.domain {
             try BestOffer.choose(scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at)
         }
@@ -225,13 +224,12 @@ struct OfferService: Sendable {
             reason: "issuer_id_missing")
     }
 
-    /// Runs a domain call whose failures are the client's (unknown product or group).
+    /// Runs a domain call whose failures are the client's (an unknown product or group: the product by default).
     private static func domain<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as OfferDomainError {
-            throw GatewayError.invalidParams(
-                param: "params." + (error.field ?? "productId"), message: error.message, reason: error.code.rawValue)
+            throw GatewayError(error, paramPrefix: "params", defaultField: "productId")
         }
     }
 }

@@ -102,21 +102,6 @@ extension CampaignRepository {
         }
     }
 
-    /// The stored outcome for an idempotency key, or nil.
-    public func idempotencyRecord(tenant: UUID, key: String) async throws(StoreError) -> IdempotencyRecord? {
-        try await storeCall {
-            try await pool.query(
-                """
-                SELECT encode(request_hash, 'hex'), response::text FROM idempotency_records
-                WHERE tenant_id = \(tenant) AND idempotency_key = \(key)
-                """, prepared: true
-            ).first.map { row in
-                let (hash, response) = try row.decode(String.self, String.self)
-                return IdempotencyRecord(requestHash: hash, responseJSON: response)
-            }
-        }
-    }
-
     /// Commits one batch of redemptions of a campaign in ONE transaction and returns `decide`'s result after
     /// `COMMIT` succeeded.
     ///
