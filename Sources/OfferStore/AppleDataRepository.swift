@@ -156,7 +156,15 @@ public struct AppleDataRepository: Sendable {
                 RETURNING 1
                 """)
             if inserted.isEmpty {
-                return AppleIngestOutcome(duplicateNotification: true, applied: 0, duplicates: 0, customers: [])
+                // A retry of a notification applied before answers with the customer it reached then.
+                let stored = try await tx.query(
+                    """
+                    SELECT customer_id FROM apple_notifications
+                    WHERE tenant_id = \(tenant) AND notification_uuid = \(n.notificationUUID)
+                    """
+                ).first.flatMap { try $0.decode(String?.self, at: 0) }
+                return AppleIngestOutcome(
+                    duplicateNotification: true, applied: 0, duplicates: 0, customers: stored.map { [$0] } ?? [])
             }
         }
         var customerOfChain: [String: String] = [:]

@@ -50,6 +50,7 @@ struct AppleDataTests {
             let second = try await app.notify(notification)
             #expect(second["duplicate"]?.boolValue == true)
             #expect(second["applied"]?.boolValue == false)
+            #expect(second["customerId"]?.stringValue == token.lowercased(), "a retry names the customer it reached")
             #expect(try await app.count("apple_notifications") == 1)
             #expect(try await app.count("apple_transactions") == 1)
             let after = try await app.group(token)
