@@ -16,6 +16,7 @@ let handlers: [[String]: Handler] = [
     ["tenant", "create"]: TenantCommands.create,
     ["tenant", "list"]: TenantCommands.list,
     ["tenant", "rotate-key"]: TenantCommands.rotateKey,
+    ["tenant", "update"]: TenantCommands.update,
     ["key", "import"]: KeyCommands.importKey,
     ["key", "list"]: KeyCommands.list,
     ["key", "retire"]: KeyCommands.retire,
@@ -33,6 +34,7 @@ let handlers: [[String]: Handler] = [
 /// Checks a verb's local input before any connection is made (so usage errors exit 64 without a gateway).
 let validators: [[String]: @Sendable (ParsedCommand) throws -> Void] = [
     ["tenant", "create"]: { _ = try $0.required("bundle-id") },
+    ["tenant", "update"]: { _ = try TenantCommands.updateParams($0) },
     ["key", "import"]: { command in
         _ = try command.required("key-id")
         _ = try command.required("p8")
@@ -108,6 +110,38 @@ enum TenantCommands {
         }
         Console.error("note: the previous API key of \(slug) no longer works.")
         storeKeyNote(slug)
+    }
+
+    static let update: Handler = { command, link in
+        let result = try await link.call("tenants.update", try updateParams(command))
+        if command.flag("json") { return Output.json(result) }
+        Console.out(
+            TextTable.keyValue([
+                ("tenant", Output.text(result["slug"])), ("name", Output.text(result["name"])),
+                ("bundle id", Output.text(result["bundleId"])), ("app apple id", Output.text(result["appAppleId"])),
+                ("allow sandbox", Output.text(result["allowSandbox"])),
+                ("allow xcode", Output.text(result["allowXcode"])),
+            ]))
+    }
+
+    /// The `tenants.update` params; a usage error for a bad value or when nothing is to change.
+    static func updateParams(_ command: ParsedCommand) throws(UsageError) -> JSONObject {
+        var params: JSONObject = ["tenant": .string(command.arguments[0])]
+        if let name = command.value("name") { params["name"] = .string(name) }
+        if let id = try command.integer("app-apple-id", in: 1...Int.max) { params["appAppleId"] = .int(id) }
+        for (option, param) in [("allow-sandbox", "allowSandbox"), ("allow-xcode", "allowXcode")] {
+            guard let text = command.value(option) else { continue }
+            switch text {
+            case "yes": params[param] = true
+            case "no": params[param] = false
+            default: throw UsageError("--\(option) takes yes or no", command: command.path)
+            }
+        }
+        guard params.count > 1 else {
+            throw UsageError(
+                "say what to change: --name, --app-apple-id, --allow-sandbox or --allow-xcode", command: command.path)
+        }
+        return params
     }
 }
 

@@ -24,7 +24,7 @@ let outputOptions: [OptionSpec] = [.flag("json", "Print the gateway's result as 
 let commonOptions = connectionOptions + outputOptions
 
 let tenantSpec = CommandSpec(
-    "tenant", abstract: "Create, list and re-key tenants (one tenant is one app).",
+    "tenant", abstract: "Create, list, update and re-key tenants (one tenant is one app).",
     subcommands: [
         CommandSpec(
             "create", abstract: "Create a tenant and print its API key (shown once).",
@@ -37,6 +37,19 @@ let tenantSpec = CommandSpec(
         CommandSpec(
             "rotate-key", abstract: "Replace a tenant's API key and print the new one (shown once).",
             options: commonOptions, arguments: [ArgumentSpec("slug", "The tenant's slug.")]),
+        CommandSpec(
+            "update", abstract: "Set a tenant's name, app Apple ID, and the App Store environments it accepts.",
+            options: [
+                .option("name", "NAME", "A display name."),
+                .option(
+                    "app-apple-id", "ID",
+                    "The app's Apple ID (App Store Connect, App Information); needed for Production notifications."),
+                .option("allow-sandbox", "yes|no", "Accept Sandbox data (kept apart from Production data)."),
+                .option(
+                    "allow-xcode", "yes|no",
+                    "Accept Xcode and LocalTesting data, which Apple does not sign (development tenants only)."),
+            ] + commonOptions,
+            arguments: [ArgumentSpec("slug", "The tenant's slug.")]),
     ])
 
 let keySpec = CommandSpec(

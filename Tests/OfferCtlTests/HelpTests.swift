@@ -16,7 +16,7 @@ import Testing
             USAGE: offerctl <command>
 
             COMMANDS:
-              tenant    Create, list and re-key tenants (one tenant is one app).
+              tenant    Create, list, update and re-key tenants (one tenant is one app).
               key       Manage a tenant's App Store Connect In-App Purchase keys.
               catalog   Import and show a tenant's subscriptions and offers.
               campaign  Manage offer-code campaigns and their codes.
@@ -32,7 +32,7 @@ import Testing
         (
             ["tenant"],
             """
-            OVERVIEW: Create, list and re-key tenants (one tenant is one app).
+            OVERVIEW: Create, list, update and re-key tenants (one tenant is one app).
 
             USAGE: offerctl tenant <command>
 
@@ -40,6 +40,7 @@ import Testing
               create      Create a tenant and print its API key (shown once).
               list        List tenants.
               rotate-key  Replace a tenant's API key and print the new one (shown once).
+              update      Set a tenant's name, app Apple ID, and the App Store environments it accepts.
 
               See 'offerctl tenant <command> --help' for details.
 

@@ -84,6 +84,18 @@ func apiKey(in stdout: String) -> String? {
             #expect(try await gateway.authenticate(apiKey: newKey)["tenant"]?.stringValue == "acme")
             await #expect(throws: RPCError.self) { _ = try await gateway.authenticate(apiKey: key) }
 
+            let updated = try await gateway.ctl([
+                "tenant", "update", "acme", "--app-apple-id", "1234567890", "--allow-sandbox", "yes",
+            ])
+            #expect(updated.status == 0, "\(updated)")
+            #expect(updated.stdout.contains("app apple id   1234567890\n"), "\(updated)")
+            #expect(updated.stdout.contains("allow sandbox  yes\n"), "\(updated)")
+            #expect(updated.stdout.contains("allow xcode    no\n"), "\(updated)")
+            let shown = try await gateway.ctl(["tenant", "list", "--json"])
+            let shownTenant = try #require(try shown.json()["tenants"]?.arrayValue?.first)
+            #expect(shownTenant["appAppleId"]?.int64Value == 1_234_567_890, "\(shownTenant)")
+            #expect(shownTenant["allowSandbox"]?.boolValue == true)
+
             let duplicate = try await gateway.ctl(["tenant", "create", "acme", "--bundle-id", "com.acme.app"])
             #expect(duplicate.status == 1)
             #expect(duplicate.stderr.hasPrefix("offerctl: "), "\(duplicate)")
@@ -321,7 +333,7 @@ func apiKey(in stdout: String) -> String? {
 @Suite struct UsageTests {
     static let cases: [(arguments: [String], message: String)] = [
         (["frobnicate"], "unknown command 'frobnicate' (expected one of: tenant, key, catalog, campaign, db)"),
-        (["tenant", "bogus"], "unknown command 'bogus' (expected one of: create, list, rotate-key)"),
+        (["tenant", "bogus"], "unknown command 'bogus' (expected one of: create, list, rotate-key, update)"),
         (["tenant", "list", "--bogus"], "unknown option '--bogus'"),
         (["tenant", "list", "extra"], "unexpected argument 'extra'"),
         (["tenant", "create", "acme"], "missing --bundle-id"),
@@ -350,6 +362,11 @@ func apiKey(in stdout: String) -> String? {
             ["campaign", "create", "acme", "c1", "--offer", "o", "--kind", "custom", "--eligibility", "new,lapsed"],
             "--eligibility takes a comma-separated list of new, existing, expired"
         ),
+        (
+            ["tenant", "update", "acme"],
+            "say what to change: --name, --app-apple-id, --allow-sandbox or --allow-xcode"
+        ),
+        (["tenant", "update", "acme", "--allow-sandbox", "maybe"], "--allow-sandbox takes yes or no"),
         (["campaign", "generate", "acme", "c1"], "missing --count"),
         (["campaign", "generate", "acme", "c1", "--count", "-5"], "--count takes a whole number in 1...100000000"),
         (["campaign", "export", "acme", "c1", "--json"], "unknown option '--json'"),
