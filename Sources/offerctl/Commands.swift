@@ -22,6 +22,7 @@ let handlers: [[String]: Handler] = [
     ["key", "retire"]: KeyCommands.retire,
     ["catalog", "import"]: CatalogCommands.importFile,
     ["catalog", "show"]: CatalogCommands.show,
+    ["customer", "show"]: CustomerCommands.show,
     ["campaign", "create"]: CampaignCommands.create,
     ["campaign", "list"]: CampaignCommands.list,
     ["campaign", "show"]: CampaignCommands.show,
@@ -65,6 +66,24 @@ func storeKeyNote(_ slug: String) {
     Console.error(
         "note: store this API key now (e.g. in your app backend's secret store): it is shown only once."
             + " A lost key cannot be recovered, only replaced: offerctl tenant rotate-key \(slug)")
+}
+
+enum CustomerCommands {
+    static let show: Handler = { command, link in
+        var params: JSONObject = ["tenant": .string(command.arguments[0]), "customerId": .string(command.arguments[1])]
+        if let at = command.value("at") { params["at"] = .string(at) }
+        let result = try await link.call("customers.get", params)
+        if command.flag("json") { return Output.json(result) }
+        Console.out("customer \(Output.text(result["customerId"])) at \(Output.text(result["at"]))\n")
+        Console.out(
+            Output.table(
+                try Output.list(result, key: "groups"),
+                columns: [
+                    ("groupId", "GROUP"), ("state", "STATE"), ("source", "SOURCE"), ("environment", "ENVIRONMENT"),
+                    ("activeProductId", "PRODUCT"), ("autoRenew", "AUTO-RENEW"), ("lastExpiry", "LAST EXPIRY"),
+                    ("paidMonths", "PAID MONTHS"), ("eligibleWinBackOfferIds", "APPLE WIN-BACK"),
+                ]))
+    }
 }
 
 enum TenantCommands {

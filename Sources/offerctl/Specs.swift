@@ -86,6 +86,19 @@ let catalogSpec = CommandSpec(
             arguments: [ArgumentSpec("tenant", "The tenant's slug.")]),
     ])
 
+let customerSpec = CommandSpec(
+    "customer", abstract: "Show what the gateway knows of a customer, and where each fact came from.",
+    subcommands: [
+        CommandSpec(
+            "show",
+            abstract:
+                "Show a customer's state in every group, with its source (apple, recorded, mixed) and environment.",
+            options: [.option("at", "TIME", "The instant to show (RFC 3339; default: now).")] + commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("customer-id", "The customer's ID."),
+            ])
+    ])
+
 let campaignSpec = CommandSpec(
     "campaign", abstract: "Manage offer-code campaigns and their codes.",
     subcommands: [
@@ -164,4 +177,4 @@ let rootSpec = CommandSpec(
         The admin key comes from OFFERGATE_ADMIN_KEY or --admin-key-file, never from a flag's value.
         Exit status: 0 success, 1 runtime failure (incl. errors the gateway returns), 64 usage error.
         """,
-    subcommands: [tenantSpec, keySpec, catalogSpec, campaignSpec, dbSpec])
+    subcommands: [tenantSpec, keySpec, catalogSpec, customerSpec, campaignSpec, dbSpec])

@@ -19,6 +19,7 @@ import Testing
               tenant    Create, list, update and re-key tenants (one tenant is one app).
               key       Manage a tenant's App Store Connect In-App Purchase keys.
               catalog   Import and show a tenant's subscriptions and offers.
+              customer  Show what the gateway knows of a customer, and where each fact came from.
               campaign  Manage offer-code campaigns and their codes.
               db        Database administration.
 

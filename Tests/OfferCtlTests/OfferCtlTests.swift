@@ -159,6 +159,37 @@ func apiKey(in stdout: String) -> String? {
         }
     }
 
+    @Test func customerShowPrintsEachGroupWithWhereItsFactsCameFrom() async throws {
+        try await TestGateway.with { gateway in
+            let created = try await gateway.ctl(["tenant", "create", "acme", "--bundle-id", "com.acme.app", "--json"])
+            let key = try #require(try created.json()["apiKey"]?.stringValue)
+            #expect(
+                try await gateway.ctl(["catalog", "import", "acme", try gateway.file("P.storekit", testStoreKit)])
+                    .status == 0)
+            let client = try await RPCClient.connect(to: gateway.connect)
+            defer { client.close() }
+            _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(key)])
+            _ = try await client.call(
+                method: "subscriptions.record",
+                params: [
+                    "customerId": "cust-1", "productId": "com.acme.pro.monthly", "transactionId": "t1",
+                    "purchaseDate": "2026-11-01T00:00:00Z", "expiresDate": "2026-12-01T00:00:00Z",
+                ])
+            let shown = try await gateway.ctl(["customer", "show", "acme", "cust-1", "--at", "2026-11-15T00:00:00Z"])
+            #expect(shown.status == 0, "\(shown)")
+            let lines = shown.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.first == "customer cust-1 at 2026-11-15T00:00:00Z", "\(shown)")
+            #expect(lines.dropFirst().first?.hasPrefix("GROUP") == true && lines[1].contains("SOURCE"), "\(shown)")
+            let row = try #require(lines.dropFirst(2).first)
+            #expect(row.hasPrefix("21000001  active  recorded"), "\(shown)")
+            #expect(row.contains("com.acme.pro.monthly"), "\(shown)")
+            let json = try await gateway.ctl(["customer", "show", "acme", "cust-1", "--json"])
+            #expect(try json.json()["groups"]?[0]?["source"]?.stringValue == "recorded", "\(json)")
+            let unknown = try await gateway.ctl(["customer", "show", "nope", "cust-1"])
+            #expect(unknown.status == 1 && unknown.stderr.contains("-32004"), "\(unknown)")
+        }
+    }
+
     @Test func catalogImportAndShow() async throws {
         try await TestGateway.with { gateway in
             #expect(try await gateway.ctl(["tenant", "create", "acme", "--bundle-id", "com.acme.app"]).status == 0)
@@ -332,7 +363,10 @@ func apiKey(in stdout: String) -> String? {
 /// Command lines offerctl refuses before talking to anyone: exit 64, the reason and a pointer to --help on stderr.
 @Suite struct UsageTests {
     static let cases: [(arguments: [String], message: String)] = [
-        (["frobnicate"], "unknown command 'frobnicate' (expected one of: tenant, key, catalog, campaign, db)"),
+        (
+            ["frobnicate"],
+            "unknown command 'frobnicate' (expected one of: tenant, key, catalog, customer, campaign, db)"
+        ),
         (["tenant", "bogus"], "unknown command 'bogus' (expected one of: create, list, rotate-key, update)"),
         (["tenant", "list", "--bogus"], "unknown option '--bogus'"),
         (["tenant", "list", "extra"], "unexpected argument 'extra'"),
