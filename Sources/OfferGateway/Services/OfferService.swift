@@ -18,6 +18,7 @@ struct OfferService: Sendable {
         let customerId: String
         let productId: String
         let at: Date?
+        let billingPlan: String?
     }
 
     struct BestRequest: Decodable, Sendable {
@@ -26,6 +27,7 @@ struct OfferService: Sendable {
         let groupId: String?
         let at: Date?
         let locale: String?
+        let billingPlan: String?
     }
 
     struct SignRequest: Decodable, Sendable {
@@ -35,6 +37,7 @@ struct OfferService: Sendable {
         let format: String
         let appAccountToken: String?
         let transactionId: String?
+        let billingPlan: String?
     }
 
     struct IntroRequest: Decodable, Sendable {
@@ -64,11 +67,13 @@ struct OfferService: Sendable {
 
     func eligibility(_ request: EligibilityRequest, tenant: TenantRecord) async throws -> EligibilityAnswer {
         let customerId = try Validate.customerId(request.customerId)
+        let plan = try request.billingPlan.map { try Validate.billingPlan($0) }
         let at = request.at ?? clock()
         let (catalog, history) = try await customers.history(tenant: tenant.id, customerId: customerId, at: at)
         let product = try Self.product(request.productId, in: catalog)
         let verdicts = try Self.domain {
-            try Eligibility.evaluate(productId: product.id, catalog: catalog, history: history, at: at)
+            try Eligibility.evaluate(
+                productId: product.id, catalog: catalog, history: history, at: at, billingPlan: plan)
         }
         return EligibilityAnswer(productId: product.id, verdicts: verdicts)
     }
@@ -78,18 +83,20 @@ struct OfferService: Sendable {
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
         let customerId = try Validate.customerId(request.customerId)
         let locale = try Validate.locale(request.locale)
+        let plan = try request.billingPlan.map { try Validate.billingPlan($0) }
         let at = request.at ?? clock()
         let (catalogSnapshot, transactions) = try await caches.inputs(tenant: tenant.id, customerId: customerId)
         let catalog = catalogSnapshot.catalog
         let scope = try Self.scope(productId: request.productId, groupId: request.groupId, in: catalog)
         let memoKey = DecisionMemo.Key(
-            tenant: tenant.id, customerId: customerId, scope: scope, locale: locale.identifier)
+            tenant: tenant.id, customerId: customerId, scope: scope, locale: locale.identifier, billingPlan: plan)
         if let known = caches.decisions.answer(memoKey, catalog: catalogSnapshot, transactions: transactions, at: at) {
             return known
         }
         let history = CustomerService.history(catalog: catalogSnapshot, transactions: transactions, at: at)
         let result = try Self.domain {
-            try BestOffer.choose(scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at)
+            try BestOffer.choose(
+                scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at, billingPlan: plan)
         }
         let answer = BestOfferAnswer(
             result,
@@ -109,6 +116,7 @@ struct OfferService: Sendable {
         let transactionId = try request.transactionId.map {
             try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
         }
+        let plan = try request.billingPlan.map { try Validate.billingPlan($0) }
         let at = clock()
         let (catalog, history) = try await customers.history(tenant: tenant.id, customerId: customerId, at: at)
         let product = try Self.product(request.productId, in: catalog)
@@ -121,6 +129,11 @@ struct OfferService: Sendable {
             throw GatewayError.notEligible(
                 "only promotional offers are signed; '\(offer.id)' is \(offer.type.rawValue)",
                 reasons: ["not_promotional"])
+        }
+        guard offer.applies(to: plan) else {
+            throw GatewayError.notEligible(
+                "offer '\(offer.id)' is for the \(offer.billingPlan?.rawValue ?? "") billing plan, not \(plan?.rawValue ?? "")",
+                reasons: ["billing_plan_mismatch"])
         }
         let verdict = Eligibility.evaluate(offer: offer, history: history.group(product.groupId), at: at)
         guard verdict.eligible else {
