@@ -96,6 +96,17 @@ public enum BillingPlan: String, Sendable, Hashable, Codable, CaseIterable {
     case upFront
     /// Billed monthly (Apple's `MONTHLY`).
     case monthly
+
+    /// Apple's spellings: `billingPlanType` of transactions and renewal info (`BILLED_UPFRONT`, `MONTHLY`), offers'
+    /// `targetSubscriptionPlanType` and `.storekit` files (`UPFRONT`, `MONTHLY`), and ours; case and `_` do not
+    /// matter. Nil for any other value.
+    public init?(apple text: String) {
+        switch text.lowercased().replacingOccurrences(of: "_", with: "") {
+        case "upfront", "billedupfront": self = .upFront
+        case "monthly", "billedmonthly": self = .monthly
+        default: return nil
+        }
+    }
 }
 
 /// A subscription offer of one product.

@@ -202,4 +202,59 @@ struct BillingPlanGatewayTests {
             #expect(plans == ["up": "upFront", "billed": "upFront", "mo": "monthly", "none": "-"])
         }
     }
+
+    @Test("The plan from Apple's renewal info (billingPlanType) decides when the client names none")
+    func planFromAppleData() async throws {
+        try await AppleDataTests.withApple(extraOffers: Self.planOffers) { app in
+            /// An at-risk customer whose latest renewal info says `plan` (nil: no billingPlanType).
+            func customer(_ id: String, _ plan: String?, token: String? = nil, signed: Date = days(-1)) async throws
+                -> String
+            {
+                let token = token ?? UUID().uuidString.lowercased()
+                var renewal = app.payloads.renewal(original: id, autoRenewStatus: 0, signed: signed).objectValue ?? [:]
+                if let plan { renewal["billingPlanType"] = .string(plan) }
+                try await app.transactions(
+                    [
+                        app.payloads.transaction(
+                            id: id, purchase: days(-27), expires: days(3), token: token, signed: days(-27))
+                    ],
+                    renewals: [.object(renewal)])
+                return token
+            }
+            func best(_ customer: String, _ plan: String? = nil) async throws -> JSONValue {
+                var params: JSONObject = ["customerId": .string(customer), "productId": "yearly"]
+                if let plan { params["billingPlan"] = .string(plan) }
+                return try await app.client.call(method: "offers.best", params: .object(params))
+            }
+            let monthly = try await customer("8001", "MONTHLY")
+            #expect(try await app.group(monthly)["billingPlan"]?.stringValue == "monthly")
+            #expect(Self.ids(try await best(monthly)["considered"]) == ["yearly.mo", "intro.yearly"])
+            // The client's plan wins over Apple's.
+            #expect(try await best(monthly, "upFront")["offer"]?["offerId"]?.stringValue == "yearly.up")
+            let eligibility = try await app.client.call(
+                method: "offers.eligibility", params: ["customerId": .string(monthly), "productId": "yearly"])
+            #expect(Self.ids(eligibility["offers"]) == ["intro.yearly", "yearly.mo"])
+            let refused = await expectRPCError(-32020) {
+                try await app.client.call(
+                    method: "offers.sign",
+                    params: [
+                        "customerId": .string(monthly), "productId": "yearly", "offerId": "yearly.up", "format": "v1",
+                    ])
+            }
+            #expect(refused?.data?["reasons"] == ["billing_plan_mismatch"])
+
+            let upFront = try await customer("8002", "BILLED_UPFRONT")
+            #expect(try await app.group(upFront)["billingPlan"]?.stringValue == "upFront")
+            #expect(try await best(upFront)["offer"]?["offerId"]?.stringValue == "yearly.up")
+
+            let unknown = try await customer("8003", nil)
+            #expect(try await app.group(unknown)["billingPlan"] == .null)
+            #expect(Self.ids(try await best(unknown)["considered"]) == ["yearly.mo", "yearly.up", "intro.yearly"])
+
+            // A newer renewal info moving the chain to the up-front plan: the remembered answer is not served again.
+            _ = try await customer("8001", "BILLED_UPFRONT", token: monthly, signed: TestGateway.now)
+            #expect(try await app.group(monthly)["billingPlan"]?.stringValue == "upFront")
+            #expect(try await best(monthly)["offer"]?["offerId"]?.stringValue == "yearly.up")
+        }
+    }
 }

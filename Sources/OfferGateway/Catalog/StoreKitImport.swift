@@ -145,7 +145,7 @@ struct StoreKitImport {
         if let planValue = value["billingPlanType"], !planValue.isNull {
             // Files of Xcode 26.4+ (format v5) say which billing plan an offer targets; a value we do not know is
             // not guessed at: the offer is left out and reported, the rest of the file imports.
-            guard let text = planValue.stringValue, let plan = Self.billingPlan(text) else {
+            guard let text = planValue.stringValue, let plan = BillingPlan(apple: text) else {
                 let shown = planValue.stringValue.map { "'\(Validate.printable($0))'" } ?? "a non-string"
                 report.skipped.append(
                     (path + ".billingPlanType", "billingPlanType \(shown) is not UPFRONT/BILLED_UPFRONT or MONTHLY"))
@@ -203,16 +203,6 @@ struct StoreKitImport {
             Offer(
                 id: id, type: type, productId: productId, paymentMode: mode, period: period, periodCount: count,
                 price: price, winBack: winBack, billingPlan: billingPlan))
-    }
-
-    /// Apple's spellings of a billing plan: `.storekit` and App Store Connect (`UPFRONT`, `MONTHLY`), transactions
-    /// (`BILLED_UPFRONT`), and ours (`upFront`, `monthly`); case and `_` do not matter.
-    static func billingPlan(_ text: String) -> BillingPlan? {
-        switch text.lowercased().replacingOccurrences(of: "_", with: "") {
-        case "upfront", "billedupfront": .upFront
-        case "monthly", "billedmonthly": .monthly
-        default: nil
-        }
     }
 
     // MARK: Typed reads that fail with the path
