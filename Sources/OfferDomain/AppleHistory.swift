@@ -63,12 +63,15 @@ public struct AppleRenewalFacts: Sendable, Hashable, Codable {
     public var gracePeriodExpiresDate: Date?
     /// Nil when Apple sent no list; otherwise Apple's verdict on win-back offers, best first.
     public var eligibleWinBackOfferIds: [String]?
+    /// Apple's `billingPlanType` (the plan the chain renews on); nil when absent or a value we do not know.
+    public var billingPlan: BillingPlan?
     public var signedDate: Date
 
     public init(
         originalTransactionId: String, environment: DataEnvironment, productId: String? = nil,
         autoRenewProductId: String? = nil, autoRenewStatus: Int? = nil, inBillingRetry: Bool = false,
-        gracePeriodExpiresDate: Date? = nil, eligibleWinBackOfferIds: [String]? = nil, signedDate: Date
+        gracePeriodExpiresDate: Date? = nil, eligibleWinBackOfferIds: [String]? = nil,
+        billingPlan: BillingPlan? = nil, signedDate: Date
     ) {
         self.originalTransactionId = originalTransactionId
         self.environment = environment
@@ -78,6 +81,7 @@ public struct AppleRenewalFacts: Sendable, Hashable, Codable {
         self.inBillingRetry = inBillingRetry
         self.gracePeriodExpiresDate = gracePeriodExpiresDate
         self.eligibleWinBackOfferIds = eligibleWinBackOfferIds
+        self.billingPlan = billingPlan
         self.signedDate = signedDate
     }
 }
@@ -227,6 +231,7 @@ extension CustomerHistory {
             if let renewal = latestRenewal[groupId] {
                 group.autoRenewProductId = renewal.autoRenewProductId
                 group.appleWinBackOfferIds = renewal.eligibleWinBackOfferIds
+                group.billingPlan = renewal.billingPlan
             }
             history.groups[groupId] = group
         }

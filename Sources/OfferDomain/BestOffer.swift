@@ -94,24 +94,28 @@ public enum BestOffer {
 
     /// Ranks every non-code offer in `scope`: among eligible offers, win-back beats promotional beats
     /// introductory; within a type the larger saving wins; ties go to the smaller offer id (byte order).
+    /// With a `billingPlan`, offers targeting another plan are not considered (they are absent from `considered`);
+    /// `nil` considers every offer.
     /// - Throws: `unknown_product` (field `productId`) or `unknown_group` (field `groupId`).
-    public static func choose(scope: Scope, catalog: Catalog, history: CustomerHistory, at: Date)
-        throws(OfferDomainError) -> BestOfferResult
-    {
-        try choose(scope: scope, catalog: catalog, ranked: nil, history: history, at: at)
+    public static func choose(
+        scope: Scope, catalog: Catalog, history: CustomerHistory, at: Date, billingPlan: BillingPlan? = nil
+    ) throws(OfferDomainError) -> BestOfferResult {
+        try choose(scope: scope, catalog: catalog, ranked: nil, history: history, at: at, billingPlan: billingPlan)
     }
 
     /// The same decision as ``choose(scope:catalog:history:at:)`` on `ranked.catalog`, using the savings and the
     /// order computed once in `ranked` (about three times faster per decision).
     /// - Throws: `unknown_product` (field `productId`) or `unknown_group` (field `groupId`).
-    public static func choose(scope: Scope, ranked: RankedCatalog, history: CustomerHistory, at: Date)
-        throws(OfferDomainError) -> BestOfferResult
-    {
-        try choose(scope: scope, catalog: ranked.catalog, ranked: ranked, history: history, at: at)
+    public static func choose(
+        scope: Scope, ranked: RankedCatalog, history: CustomerHistory, at: Date, billingPlan: BillingPlan? = nil
+    ) throws(OfferDomainError) -> BestOfferResult {
+        try choose(
+            scope: scope, catalog: ranked.catalog, ranked: ranked, history: history, at: at, billingPlan: billingPlan)
     }
 
     private static func choose(
-        scope: Scope, catalog: Catalog, ranked: RankedCatalog?, history: CustomerHistory, at: Date
+        scope: Scope, catalog: Catalog, ranked: RankedCatalog?, history: CustomerHistory, at: Date,
+        billingPlan: BillingPlan?
     ) throws(OfferDomainError) -> BestOfferResult {
         let products: [Product]
         switch scope {
@@ -139,7 +143,7 @@ public enum BestOffer {
                 let canonical = catalog.product(product.id) == product
                 for position in ranked.offerPositions(forProduct: product.id) {
                     let offer = catalog.offers[position]
-                    if offer.type == .code { continue }
+                    if offer.type == .code || !offer.applies(to: billingPlan) { continue }
                     let verdict = Eligibility.evaluate(offer: offer, history: group, at: at)
                     let saving = canonical ? ranked.saving(at: position) : nil
                     candidates.append(
@@ -159,7 +163,8 @@ public enum BestOffer {
         } else {
             for product in products {
                 let group = history.group(product.groupId)
-                for offer in catalog.offers(forProduct: product.id) where offer.type != .code {
+                for offer in catalog.offers(forProduct: product.id)
+                where offer.type != .code && offer.applies(to: billingPlan) {
                     candidates.append(
                         ConsideredOffer(
                             offer: offer, product: product,

@@ -89,6 +89,26 @@ public enum PromotionalAudience: String, Sendable, Hashable, Codable, CaseIterab
     }
 }
 
+/// How a subscription is billed (API.md §3, APPLE_OFFERS §9): a year paid up front, or a year's commitment paid
+/// monthly. An offer may target one plan; an offer without one applies to every plan.
+public enum BillingPlan: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Billed up front (Apple's `BILLED_UPFRONT` / `UPFRONT`).
+    case upFront
+    /// Billed monthly (Apple's `MONTHLY`).
+    case monthly
+
+    /// Apple's spellings: `billingPlanType` of transactions and renewal info (`BILLED_UPFRONT`, `MONTHLY`), offers'
+    /// `targetSubscriptionPlanType` and `.storekit` files (`UPFRONT`, `MONTHLY`), and ours; case and `_` do not
+    /// matter. Nil for any other value.
+    public init?(apple text: String) {
+        switch text.lowercased().replacingOccurrences(of: "_", with: "") {
+        case "upfront", "billedupfront": self = .upFront
+        case "monthly", "billedmonthly": self = .monthly
+        default: return nil
+        }
+    }
+}
+
 /// A subscription offer of one product.
 public struct Offer: Sendable, Hashable, Codable {
     /// The offer id (Apple's offer identifier; unique per tenant catalog).
@@ -114,12 +134,14 @@ public struct Offer: Sendable, Hashable, Codable {
     public var winBack: WinBackParameters?
     /// Promotional audience (promotional offers only); `nil` = ``PromotionalAudience/defaultAudience``.
     public var audience: Set<PromotionalAudience>?
+    /// The billing plan the offer targets; `nil` = every plan.
+    public var billingPlan: BillingPlan?
 
     /// Creates an offer.
     public init(
         id: String, type: OfferType, productId: String, paymentMode: PaymentMode, period: SubscriptionPeriod,
         periodCount: Int = 1, price: Money? = nil, startsAt: Date? = nil, endsAt: Date? = nil,
-        winBack: WinBackParameters? = nil, audience: Set<PromotionalAudience>? = nil
+        winBack: WinBackParameters? = nil, audience: Set<PromotionalAudience>? = nil, billingPlan: BillingPlan? = nil
     ) {
         self.id = id
         self.type = type
@@ -132,6 +154,14 @@ public struct Offer: Sendable, Hashable, Codable {
         self.endsAt = endsAt
         self.winBack = winBack
         self.audience = audience
+        self.billingPlan = billingPlan
+    }
+
+    /// Whether the offer applies to a customer on `plan`: always when either is `nil` (no plan given: every offer
+    /// is considered, as before plans existed; an offer without a plan applies to every plan).
+    public func applies(to plan: BillingPlan?) -> Bool {
+        guard let plan, let billingPlan else { return true }
+        return plan == billingPlan
     }
 
     /// The total offer duration: `period` × `periodCount` (`nil` only if that overflows 999 units).

@@ -43,7 +43,7 @@ extension Product {
 extension Offer {
     private enum CodingKeys: String, CodingKey {
         case id, type, productId, paymentMode, period, periodCount, price, currency, startsAt, endsAt
-        case minPaidMonths, monthsSinceLapse, waitBetweenOffersMonths, audience
+        case minPaidMonths, monthsSinceLapse, waitBetweenOffersMonths, audience, billingPlan
     }
 
     /// Decodes the API.md offer: `price` (decimal string) needs `currency`; a win-back offer carries
@@ -83,7 +83,8 @@ extension Offer {
             startsAt: try container.decodeIfPresent(Date.self, forKey: .startsAt),
             endsAt: try container.decodeIfPresent(Date.self, forKey: .endsAt),
             winBack: winBack,
-            audience: try container.decodeIfPresent(Set<PromotionalAudience>.self, forKey: .audience))
+            audience: try container.decodeIfPresent(Set<PromotionalAudience>.self, forKey: .audience),
+            billingPlan: try container.decodeIfPresent(BillingPlan.self, forKey: .billingPlan))
     }
 
     /// Encodes the API.md offer (absent optionals are omitted; `audience` sorted for stable output).
@@ -107,5 +108,6 @@ extension Offer {
             try container.encodeIfPresent(winBack.waitBetweenOffersMonths, forKey: .waitBetweenOffersMonths)
         }
         try container.encodeIfPresent(audience?.sorted(), forKey: .audience)
+        try container.encodeIfPresent(billingPlan, forKey: .billingPlan)
     }
 }

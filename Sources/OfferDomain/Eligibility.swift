@@ -82,8 +82,12 @@ public enum Eligibility {
     }
 
     /// Verdicts for every offer of `productId` except code offers, sorted by offer id (`offers.eligibility`).
+    /// With a `billingPlan`, offers targeting another plan are not considered (they get no verdict); `nil` considers
+    /// every offer.
     /// - Throws: `unknown_product` (field `productId`).
-    public static func evaluate(productId: String, catalog: Catalog, history: CustomerHistory, at: Date)
+    public static func evaluate(
+        productId: String, catalog: Catalog, history: CustomerHistory, at: Date, billingPlan: BillingPlan? = nil
+    )
         throws(OfferDomainError) -> [EligibilityVerdict]
     {
         guard let product = catalog.product(productId) else {
@@ -91,7 +95,7 @@ public enum Eligibility {
         }
         let group = history.group(product.groupId)
         return catalog.offers(forProduct: productId)
-            .filter { $0.type != .code }
+            .filter { $0.type != .code && $0.applies(to: billingPlan) }
             .sorted { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }
             .map { evaluate(offer: $0, history: group, at: at) }
     }

@@ -141,6 +141,9 @@ public struct GroupHistory: Sendable, Hashable, Codable {
     /// Apple's `eligibleWinBackOfferIds` from the latest renewal info, best first; nil when Apple sent none (then
     /// our own win-back rules decide). When set, a win-back offer of the group is eligible exactly when listed.
     public var appleWinBackOfferIds: [String]?
+    /// The billing plan of the group's subscription per Apple's latest renewal info (`billingPlanType`); nil
+    /// without one (recorded data carries no plan).
+    public var billingPlan: BillingPlan?
 
     /// A history with no transactions.
     public static func never(groupId: String) -> GroupHistory {
@@ -154,12 +157,13 @@ public struct GroupHistory: Sendable, Hashable, Codable {
         groupId: String, state: GroupState, autoRenew: Bool?, activeProductId: String?, firstPurchaseDate: Date?,
         lastExpiresDate: Date?, lapsedAt: Date?, paidMonths: Int, introOfferUsed: Bool,
         winBackRedemptions: [WinBackRedemption], source: HistorySource? = nil, environment: DataEnvironment? = nil,
-        autoRenewProductId: String? = nil, appleWinBackOfferIds: [String]? = nil
+        autoRenewProductId: String? = nil, appleWinBackOfferIds: [String]? = nil, billingPlan: BillingPlan? = nil
     ) {
         self.source = source
         self.environment = environment
         self.autoRenewProductId = autoRenewProductId
         self.appleWinBackOfferIds = appleWinBackOfferIds
+        self.billingPlan = billingPlan
         self.groupId = groupId
         self.state = state
         self.autoRenew = autoRenew

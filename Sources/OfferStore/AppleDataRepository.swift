@@ -340,11 +340,11 @@ public struct AppleDataRepository: Sendable {
             INSERT INTO apple_renewal_infos AS old
                 (tenant_id, original_transaction_id, environment, customer_id, product_id, auto_renew_product_id,
                  auto_renew_status, is_in_billing_retry, grace_period_expires_date, expiration_intent, renewal_date,
-                 eligible_win_back_offer_ids, signed_date, authenticity, jws)
+                 eligible_win_back_offer_ids, billing_plan, signed_date, authenticity, jws)
             VALUES (\(tenant), \(f.originalTransactionId), \(f.environment.rawValue), \(customer), \(f.productId),
                     \(f.autoRenewProductId), \(f.autoRenewStatus.map { Int32(clamping: $0) }), \(f.inBillingRetry),
                     \(f.gracePeriodExpiresDate), \(r.expirationIntent), \(r.renewalDate), \(f.eligibleWinBackOfferIds),
-                    \(f.signedDate), \(r.verifiedByApple ? "verifiedChain" : "unverifiedDevelopmentData"), \(r.jws))
+                    \(f.billingPlan?.rawValue), \(f.signedDate), \(r.verifiedByApple ? "verifiedChain" : "unverifiedDevelopmentData"), \(r.jws))
             ON CONFLICT (tenant_id, original_transaction_id, environment) DO UPDATE SET
                 customer_id = COALESCE(EXCLUDED.customer_id, old.customer_id), product_id = EXCLUDED.product_id,
                 auto_renew_product_id = EXCLUDED.auto_renew_product_id,
@@ -352,6 +352,7 @@ public struct AppleDataRepository: Sendable {
                 grace_period_expires_date = EXCLUDED.grace_period_expires_date,
                 expiration_intent = EXCLUDED.expiration_intent, renewal_date = EXCLUDED.renewal_date,
                 eligible_win_back_offer_ids = EXCLUDED.eligible_win_back_offer_ids,
+                billing_plan = EXCLUDED.billing_plan,
                 signed_date = EXCLUDED.signed_date, authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws,
                 received_at = now()
             WHERE old.signed_date < EXCLUDED.signed_date
@@ -393,7 +394,8 @@ public struct AppleDataRepository: Sendable {
             let renewals = try await pool.query(
                 """
                 SELECT original_transaction_id, environment, product_id, auto_renew_product_id, auto_renew_status,
-                       is_in_billing_retry, grace_period_expires_date, eligible_win_back_offer_ids, signed_date
+                       is_in_billing_retry, grace_period_expires_date, eligible_win_back_offer_ids, signed_date,
+                       billing_plan
                 FROM apple_renewal_infos
                 WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
                 ORDER BY original_transaction_id, environment
@@ -402,11 +404,12 @@ public struct AppleDataRepository: Sendable {
                 let (original, environment, product, autoRenewProduct, status, retry, grace) = try row.decode(
                     String.self, String.self, String?.self, String?.self, Int32?.self, Bool?.self, Date?.self)
                 let (winBack, signed) = (try row.decode([String]?.self, at: 7), try row.decode(Date.self, at: 8))
+                let plan = try row.decode(String?.self, at: 9).flatMap(BillingPlan.init(rawValue:))
                 return AppleRenewalFacts(
                     originalTransactionId: original, environment: try Self.environment(environment),
                     productId: product, autoRenewProductId: autoRenewProduct, autoRenewStatus: status.map(Int.init),
                     inBillingRetry: retry ?? false, gracePeriodExpiresDate: grace, eligibleWinBackOfferIds: winBack,
-                    signedDate: signed)
+                    billingPlan: plan, signedDate: signed)
             }
             return (transactions, renewals)
         }

@@ -23,7 +23,7 @@ public struct CatalogRepository: Sendable {
             """
             SELECT o.offer_id, o.type, o.product_id, o.payment_mode, o.period, o.period_count,
                    o.price::text, p.currency, o.starts_at, o.ends_at, o.audience, o.min_paid_months,
-                   o.months_since_lapse_min, o.months_since_lapse_max, o.wait_between_offers_months
+                   o.months_since_lapse_min, o.months_since_lapse_max, o.wait_between_offers_months, o.billing_plan
             FROM offers o JOIN products p USING (tenant_id, product_id)
             WHERE o.tenant_id = \(tenant) AND o.active ORDER BY o.offer_id
             """,
@@ -86,12 +86,13 @@ public struct CatalogRepository: Sendable {
                         """
                         INSERT INTO offers (tenant_id, offer_id, product_id, type, payment_mode, period, period_count,
                                             price, starts_at, ends_at, audience, min_paid_months,
-                                            months_since_lapse_min, months_since_lapse_max, wait_between_offers_months)
+                                            months_since_lapse_min, months_since_lapse_max, wait_between_offers_months,
+                                            billing_plan)
                         VALUES (\(tenant), \(offer.id), \(offer.productId), \(offer.type.rawValue),
                                 \(offer.paymentMode.rawValue), \(offer.period.iso8601), \(offer.periodCount), \(price),
                                 \(offer.startsAt), \(offer.endsAt), \(audience), \(winBack?.minPaidMonths),
                                 \(winBack?.monthsSinceLapse.min), \(winBack?.monthsSinceLapse.max),
-                                \(winBack?.waitBetweenOffersMonths))
+                                \(winBack?.waitBetweenOffersMonths), \(offer.billingPlan?.rawValue))
                         ON CONFLICT (tenant_id, offer_id) DO UPDATE SET
                             product_id = EXCLUDED.product_id, type = EXCLUDED.type,
                             payment_mode = EXCLUDED.payment_mode, period = EXCLUDED.period,
@@ -101,6 +102,7 @@ public struct CatalogRepository: Sendable {
                             months_since_lapse_min = EXCLUDED.months_since_lapse_min,
                             months_since_lapse_max = EXCLUDED.months_since_lapse_max,
                             wait_between_offers_months = EXCLUDED.wait_between_offers_months,
+                            billing_plan = EXCLUDED.billing_plan,
                             active = true, updated_at = now()
                         """)
                 }
@@ -132,8 +134,14 @@ public struct CatalogRepository: Sendable {
         let lapseMin = try row.decode(Int?.self, at: 12)
         let lapseMax = try row.decode(Int?.self, at: 13)
         let wait = try row.decode(Int?.self, at: 14)
+        let plan = try row.decode(String?.self, at: 15)
         guard let offerType = OfferType(rawValue: type), let paymentMode = PaymentMode(rawValue: mode) else {
             throw StoreError.corrupt("offer \(id) type/payment mode")
+        }
+        var billingPlan: BillingPlan?
+        if let plan {
+            guard let parsed = BillingPlan(rawValue: plan) else { throw StoreError.corrupt("offer \(id) billing plan") }
+            billingPlan = parsed
         }
         var winBack: WinBackParameters?
         if let minPaid, let lapseMin, let lapseMax {
@@ -154,6 +162,6 @@ public struct CatalogRepository: Sendable {
             id: id, type: offerType, productId: productId, paymentMode: paymentMode,
             period: try SubscriptionPeriod.parse(period), periodCount: periodCount,
             price: try price.map { try Money($0, currency: currency) }, startsAt: startsAt, endsAt: endsAt,
-            winBack: winBack, audience: parsedAudience)
+            winBack: winBack, audience: parsedAudience, billingPlan: billingPlan)
     }
 }

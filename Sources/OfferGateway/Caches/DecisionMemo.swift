@@ -16,6 +16,8 @@ final class DecisionMemo: Sendable {
         let customerId: String
         let scope: BestOffer.Scope
         let locale: String
+        /// The billing plan asked for (nil: every offer considered): answers for different plans differ.
+        let billingPlan: BillingPlan?
     }
 
     struct Answer: Sendable {

@@ -93,6 +93,7 @@ struct UpsertParams: Decodable {
         let monthsSinceLapse: LapseRange?
         let waitBetweenOffersMonths: Int?
         let audience: [String]?
+        let billingPlan: String?
     }
 
     let tenant: String
@@ -153,13 +154,16 @@ struct UpsertParams: Decodable {
                         return value
                     })
             }
+            let billingPlan = try offer.billingPlan.map {
+                try Validate.billingPlan($0, param: path + ".billingPlan")
+            }
             input.offers.append(
                 OfferDomain.Offer(
                     id: try Validate.identifier(offer.id, param: path + ".id"), type: type,
                     productId: try Validate.identifier(offer.productId, param: path + ".productId"), paymentMode: mode,
                     period: try CatalogInput.period(offer.period, path: path + ".period"),
                     periodCount: offer.periodCount ?? 1, price: nil, startsAt: offer.startsAt, endsAt: offer.endsAt,
-                    winBack: winBack, audience: audience))
+                    winBack: winBack, audience: audience, billingPlan: billingPlan))
             if let price = offer.price {
                 input.pendingOfferPrices.append((input.offers.count - 1, price, path))
             }

@@ -141,6 +141,18 @@ struct StoreKitImport {
     private mutating func offer(_ value: JSONValue, id: String, type: OfferType, productId: String, path: String)
         throws
     {
+        var billingPlan: BillingPlan?
+        if let planValue = value["billingPlanType"], !planValue.isNull {
+            // Files of Xcode 26.4+ (format v5) say which billing plan an offer targets; a value we do not know is
+            // not guessed at: the offer is left out and reported, the rest of the file imports.
+            guard let text = planValue.stringValue, let plan = BillingPlan(apple: text) else {
+                let shown = planValue.stringValue.map { "'\(Validate.printable($0))'" } ?? "a non-string"
+                report.skipped.append(
+                    (path + ".billingPlanType", "billingPlanType \(shown) is not UPFRONT/BILLED_UPFRONT or MONTHLY"))
+                return
+            }
+            billingPlan = plan
+        }
         let modeText = try string(value["paymentMode"], path + ".paymentMode")
         let mode: PaymentMode
         switch modeText {
@@ -190,7 +202,7 @@ struct StoreKitImport {
         input.offers.append(
             Offer(
                 id: id, type: type, productId: productId, paymentMode: mode, period: period, periodCount: count,
-                price: price, winBack: winBack))
+                price: price, winBack: winBack, billingPlan: billingPlan))
     }
 
     // MARK: Typed reads that fail with the path

@@ -35,6 +35,15 @@ enum Validate {
         return raw.lowercased()
     }
 
+    /// A billing plan as API.md §3 spells it: `upFront` or `monthly` (exactly).
+    static func billingPlan(_ raw: String, param: String = "params.billingPlan") throws -> BillingPlan {
+        guard let plan = BillingPlan(rawValue: raw) else {
+            throw GatewayError.invalidParams(
+                param: param, message: "\(Self.name(param)) must be upFront or monthly", reason: "invalid_value")
+        }
+        return plan
+    }
+
     /// A locale identifier such as `en_US`, `de-DE` or `ja_JP`.
     static func locale(_ raw: String?, param: String = "params.locale") throws -> Locale {
         guard let raw else { return Locale(identifier: "en_US") }

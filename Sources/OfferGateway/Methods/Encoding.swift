@@ -49,6 +49,7 @@ enum Wire {
             "environment": h.environment.map { .string($0.rawValue) } ?? .null,
             "autoRenewProductId": h.autoRenewProductId.map { .string($0) } ?? .null,
             "eligibleWinBackOfferIds": h.appleWinBackOfferIds.map { .array($0.map { .string($0) }) } ?? .null,
+            "billingPlan": h.billingPlan.map { .string($0.rawValue) } ?? .null,
         ]
     }
 

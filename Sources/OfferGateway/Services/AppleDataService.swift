@@ -175,7 +175,9 @@ struct AppleDataService: Sendable {
             autoRenewStatus: try p.integer("autoRenewStatus").map { Int($0) },
             inBillingRetry: try p.bool("isInBillingRetryPeriod") ?? false,
             gracePeriodExpiresDate: try p.date("gracePeriodExpiresDate"),
-            eligibleWinBackOfferIds: try p.strings("eligibleWinBackOfferIds"), signedDate: verified.signedDate)
+            eligibleWinBackOfferIds: try p.strings("eligibleWinBackOfferIds"),
+            billingPlan: try p.text("billingPlanType").flatMap(BillingPlan.init(apple:)),
+            signedDate: verified.signedDate)
         return StoredAppleRenewal(
             facts: facts, appAccountToken: try p.token(),
             expirationIntent: try p.integer("expirationIntent").map { Int32(clamping: $0) },

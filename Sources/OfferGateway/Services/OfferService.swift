@@ -18,6 +18,7 @@ struct OfferService: Sendable {
         let customerId: String
         let productId: String
         let at: Date?
+        let billingPlan: String?
     }
 
     struct BestRequest: Decodable, Sendable {
@@ -26,6 +27,7 @@ struct OfferService: Sendable {
         let groupId: String?
         let at: Date?
         let locale: String?
+        let billingPlan: String?
     }
 
     struct SignRequest: Decodable, Sendable {
@@ -35,6 +37,7 @@ struct OfferService: Sendable {
         let format: String
         let appAccountToken: String?
         let transactionId: String?
+        let billingPlan: String?
     }
 
     struct IntroRequest: Decodable, Sendable {
@@ -64,11 +67,14 @@ struct OfferService: Sendable {
 
     func eligibility(_ request: EligibilityRequest, tenant: TenantRecord) async throws -> EligibilityAnswer {
         let customerId = try Validate.customerId(request.customerId)
+        let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
         let at = request.at ?? clock()
         let (catalog, history) = try await customers.history(tenant: tenant.id, customerId: customerId, at: at)
         let product = try Self.product(request.productId, in: catalog)
+        let plan = asked ?? history.group(product.groupId).billingPlan
         let verdicts = try Self.domain {
-            try Eligibility.evaluate(productId: product.id, catalog: catalog, history: history, at: at)
+            try Eligibility.evaluate(
+                productId: product.id, catalog: catalog, history: history, at: at, billingPlan: plan)
         }
         return EligibilityAnswer(productId: product.id, verdicts: verdicts)
     }
@@ -78,18 +84,23 @@ struct OfferService: Sendable {
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
         let customerId = try Validate.customerId(request.customerId)
         let locale = try Validate.locale(request.locale)
+        let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
         let at = request.at ?? clock()
         let (catalogSnapshot, transactions) = try await caches.inputs(tenant: tenant.id, customerId: customerId)
         let catalog = catalogSnapshot.catalog
         let scope = try Self.scope(productId: request.productId, groupId: request.groupId, in: catalog)
         let memoKey = DecisionMemo.Key(
-            tenant: tenant.id, customerId: customerId, scope: scope, locale: locale.identifier)
+            tenant: tenant.id, customerId: customerId, scope: scope, locale: locale.identifier, billingPlan: asked)
         if let known = caches.decisions.answer(memoKey, catalog: catalogSnapshot, transactions: transactions, at: at) {
             return known
         }
         let history = CustomerService.history(catalog: catalogSnapshot, transactions: transactions, at: at)
+        // The key holds the plan asked for: a plan from Apple's data is a function of the transactions snapshot
+        // (its latest renewal info, whatever `at`), which a remembered answer is tied to by identity.
+        let plan = asked ?? Self.groupId(of: scope, in: catalog).flatMap { history.group($0).billingPlan }
         let result = try Self.domain {
-            try BestOffer.choose(scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at)
+            try BestOffer.choose(
+                scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at, billingPlan: plan)
         }
         let answer = BestOfferAnswer(
             result,
@@ -109,9 +120,11 @@ struct OfferService: Sendable {
         let transactionId = try request.transactionId.map {
             try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
         }
+        let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
         let at = clock()
         let (catalog, history) = try await customers.history(tenant: tenant.id, customerId: customerId, at: at)
         let product = try Self.product(request.productId, in: catalog)
+        let plan = asked ?? history.group(product.groupId).billingPlan
         guard let offer = catalog.offer(request.offerId), offer.productId == product.id else {
             throw GatewayError.notFound(
                 "no offer '\(Validate.printable(request.offerId))' for product '\(Validate.printable(product.id))'",
@@ -121,6 +134,11 @@ struct OfferService: Sendable {
             throw GatewayError.notEligible(
                 "only promotional offers are signed; '\(offer.id)' is \(offer.type.rawValue)",
                 reasons: ["not_promotional"])
+        }
+        guard offer.applies(to: plan) else {
+            throw GatewayError.notEligible(
+                "offer '\(offer.id)' is for the \(offer.billingPlan?.rawValue ?? "") billing plan, not \(plan?.rawValue ?? "")",
+                reasons: ["billing_plan_mismatch"])
         }
         let verdict = Eligibility.evaluate(offer: offer, history: history.group(product.groupId), at: at)
         guard verdict.eligible else {
@@ -208,6 +226,14 @@ struct OfferService: Sendable {
             throw GatewayError.invalidParams(
                 param: "params.productId", message: "give exactly one of productId or groupId",
                 reason: "missing_param")
+        }
+    }
+
+    /// The group a best-offer scope lies in.
+    private static func groupId(of scope: BestOffer.Scope, in catalog: Catalog) -> String? {
+        switch scope {
+        case .product(let id): catalog.groupId(ofProduct: id)
+        case .group(let id): id
         }
     }
 

@@ -403,5 +403,18 @@ CREATE TRIGGER apple_transactions_notify AFTER INSERT OR UPDATE OR DELETE ON app
 CREATE TRIGGER apple_renewal_infos_notify AFTER INSERT OR UPDATE OR DELETE ON apple_renewal_infos
     FOR EACH ROW EXECUTE FUNCTION offergate_notify_apple_customer();
 """##),
+        Migration(version: 4, name: "offer_billing_plan", sql: ##"""
+-- Billing plans (API.md §3, APPLE_OFFERS §9): an offer may target one plan, `upFront` or `monthly`; NULL = every
+-- plan (all offers stored before this migration). Catalog changes already notify `offergate_catalog` (0001).
+ALTER TABLE offers
+    ADD COLUMN billing_plan text CHECK (billing_plan IS NULL OR billing_plan IN ('upFront', 'monthly'));
+"""##),
+        Migration(version: 5, name: "renewal_billing_plan", sql: ##"""
+-- A renewal info's `billingPlanType` (BILLED_UPFRONT | MONTHLY) in our spelling: the plan a customer's chain renews
+-- on, which decisions use when the client names none. NULL when Apple sent none or a value we do not know (the raw
+-- JWS keeps what Apple sent).
+ALTER TABLE apple_renewal_infos
+    ADD COLUMN billing_plan text CHECK (billing_plan IS NULL OR billing_plan IN ('upFront', 'monthly'));
+"""##),
     ]
 }
