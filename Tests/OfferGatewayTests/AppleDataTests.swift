@@ -555,6 +555,29 @@ struct AppleDataTests {
             ] {
                 forged.append(try app.signed(mutated(key, value)))
             }
+            // And a seeded thousand of the valid token mutated: a character replaced, cut short, or a character
+            // dropped (any change breaks the signature or the encoding; none may be accepted or crash anything).
+            var seed: UInt64 = 0x5EED_0A11
+            func next(_ bound: Int) -> Int {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Int((seed >> 33) % UInt64(bound))
+            }
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ ".utf8)
+            let bytes = Array(validJWS.utf8)
+            for round in 0..<1_000 {
+                var copy = bytes
+                let at = next(copy.count)
+                switch round % 3 {
+                case 0:
+                    var replacement = alphabet[next(alphabet.count)]
+                    while replacement == copy[at] { replacement = alphabet[next(alphabet.count)] }
+                    copy[at] = replacement
+                case 1: copy = Array(copy[..<at])
+                default: copy.remove(at: at)
+                }
+                forged.append(String(decoding: copy, as: UTF8.self))
+            }
+            #expect(forged.count > 1_000)
             for jws in forged {
                 for method in ["appstore.notification", "appstore.transactions"] {
                     let params: JSONValue =
