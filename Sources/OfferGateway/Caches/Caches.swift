@@ -25,9 +25,6 @@ final class TransactionsSnapshot: Sendable {
     init(_ records: CustomerRecords) {
         self.records = records
     }
-
-    /// Recorded transactions only (`subscriptions.record`).
-    var transactions: [Transaction] { records.recorded }
 }
 
 /// Customers' records, served from memory (bounded; oldest dropped first), dropped on every change to a customer's
