@@ -363,56 +363,44 @@ public struct AppleDataRepository: Sendable {
         return !rows.isEmpty
     }
 
-    /// One customer's Apple data (every environment), for decisions.
-    public func customerData(tenant: UUID, customerId: String) async throws(StoreError)
-        -> (transactions: [AppleTransactionFacts], renewals: [AppleRenewalFacts])
-    {
-        try await storeCall {
-            let transactions = try await pool.query(
-                """
-                SELECT transaction_id, original_transaction_id, environment, product_id, purchase_date, expires_date,
-                       offer_type, offer_id, offer_discount_type, in_app_ownership_type, revocation_date, signed_date
-                FROM apple_transactions
-                WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
-                ORDER BY purchase_date, transaction_id
-                """, prepared: true
-            ).map { row in
-                let (id, original, environment, product, purchase, expires, offerType) = try row.decode(
-                    String.self, String.self, String.self, String.self, Date.self, Date?.self, Int32?.self)
-                let (offerId, discount, ownership, revoked, signed) = (
-                    try row.decode(String?.self, at: 7), try row.decode(String?.self, at: 8),
-                    try row.decode(String?.self, at: 9), try row.decode(Date?.self, at: 10),
-                    try row.decode(Date.self, at: 11)
-                )
-                return AppleTransactionFacts(
-                    transactionId: id, originalTransactionId: original,
-                    environment: try Self.environment(environment), productId: product, purchaseDate: purchase,
-                    expiresDate: expires, appleOfferType: offerType.map(Int.init), offerId: offerId,
-                    offerPaymentMode: discount.flatMap(PaymentMode.init(appleDiscountType:)),
-                    familyShared: ownership == "FAMILY_SHARED", revocationDate: revoked, signedDate: signed)
-            }
-            let renewals = try await pool.query(
-                """
-                SELECT original_transaction_id, environment, product_id, auto_renew_product_id, auto_renew_status,
-                       is_in_billing_retry, grace_period_expires_date, eligible_win_back_offer_ids, signed_date,
-                       billing_plan
-                FROM apple_renewal_infos
-                WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
-                ORDER BY original_transaction_id, environment
-                """, prepared: true
-            ).map { row in
-                let (original, environment, product, autoRenewProduct, status, retry, grace) = try row.decode(
-                    String.self, String.self, String?.self, String?.self, Int32?.self, Bool?.self, Date?.self)
-                let (winBack, signed) = (try row.decode([String]?.self, at: 7), try row.decode(Date.self, at: 8))
-                let plan = try row.decode(String?.self, at: 9).flatMap(BillingPlan.init(rawValue:))
-                return AppleRenewalFacts(
-                    originalTransactionId: original, environment: try Self.environment(environment),
-                    productId: product, autoRenewProductId: autoRenewProduct, autoRenewStatus: status.map(Int.init),
-                    inBillingRetry: retry ?? false, gracePeriodExpiresDate: grace, eligibleWinBackOfferIds: winBack,
-                    billingPlan: plan, signedDate: signed)
-            }
-            return (transactions, renewals)
-        }
+    /// The columns `transactionFacts(_:)` decodes, in order.
+    static let transactionColumns = """
+        transaction_id, original_transaction_id, environment, product_id, purchase_date, expires_date, offer_type,
+        offer_id, offer_discount_type, in_app_ownership_type, revocation_date, signed_date
+        """
+
+    /// A verified transaction's facts from a row that starts with `transactionColumns`.
+    static func transactionFacts(_ row: PostgresRow) throws -> AppleTransactionFacts {
+        let (id, original, environment, product, purchase, expires, offerType) = try row.decode(
+            String.self, String.self, String.self, String.self, Date.self, Date?.self, Int32?.self)
+        let (offerId, discount, ownership, revoked, signed) = (
+            try row.decode(String?.self, at: 7), try row.decode(String?.self, at: 8),
+            try row.decode(String?.self, at: 9), try row.decode(Date?.self, at: 10),
+            try row.decode(Date.self, at: 11)
+        )
+        return AppleTransactionFacts(
+            transactionId: id, originalTransactionId: original, environment: try Self.environment(environment),
+            productId: product, purchaseDate: purchase, expiresDate: expires, appleOfferType: offerType.map(Int.init),
+            offerId: offerId, offerPaymentMode: discount.flatMap(PaymentMode.init(appleDiscountType:)),
+            familyShared: ownership == "FAMILY_SHARED", revocationDate: revoked, signedDate: signed)
+    }
+
+    /// The columns `renewalFacts(_:)` decodes, in order.
+    static let renewalColumns = """
+        original_transaction_id, environment, product_id, auto_renew_product_id, auto_renew_status,
+        is_in_billing_retry, grace_period_expires_date, eligible_win_back_offer_ids, signed_date, billing_plan
+        """
+
+    /// A verified renewal info's facts from a row that starts with `renewalColumns`.
+    static func renewalFacts(_ row: PostgresRow) throws -> AppleRenewalFacts {
+        let (original, environment, product, autoRenewProduct, status, retry, grace) = try row.decode(
+            String.self, String.self, String?.self, String?.self, Int32?.self, Bool?.self, Date?.self)
+        let (winBack, signed) = (try row.decode([String]?.self, at: 7), try row.decode(Date.self, at: 8))
+        let plan = try row.decode(String?.self, at: 9).flatMap(BillingPlan.init(rawValue:))
+        return AppleRenewalFacts(
+            originalTransactionId: original, environment: try Self.environment(environment), productId: product,
+            autoRenewProductId: autoRenewProduct, autoRenewStatus: status.map(Int.init), inBillingRetry: retry ?? false,
+            gracePeriodExpiresDate: grace, eligibleWinBackOfferIds: winBack, billingPlan: plan, signedDate: signed)
     }
 
     /// How many records of each kind the tenant has stored (for operators and tests).

@@ -63,6 +63,7 @@ public struct OfferDatabase: Sendable {
     public var catalog: CatalogRepository { CatalogRepository(pool: pool) }
     public var subscriptions: SubscriptionRepository { SubscriptionRepository(pool: pool) }
     public var appleData: AppleDataRepository { AppleDataRepository(pool: pool) }
+    public var customerRecords: CustomerRecordsRepository { CustomerRecordsRepository(pool: pool) }
     public var signatures: SignatureLedger { SignatureLedger(pool: pool) }
 }
 

@@ -35,30 +35,24 @@ public struct SubscriptionRepository: Sendable {
         }
     }
 
-    /// Every recorded transaction of one customer, oldest first.
-    public func transactions(tenant: UUID, customerId: String) async throws(StoreError) -> [Transaction] {
-        try await storeCall {
-            try await pool.query(
-                """
-                SELECT transaction_id, original_transaction_id, product_id, purchase_date, expires_date, offer_type,
-                       offer_id, auto_renew, in_billing_retry, grace_period_expires_date, revocation_date
-                FROM subscription_transactions
-                WHERE tenant_id = \(tenant) AND customer_id = \(customerId)
-                ORDER BY purchase_date, transaction_id
-                """, prepared: true
-            ).map { row in
-                let (id, original, product, purchase, expires, offerType, offerId) = try row.decode(
-                    String.self, String?.self, String.self, Date.self, Date.self, Int16?.self, String?.self)
-                let (autoRenew, retry, grace, revoked) = (
-                    try row.decode(Bool.self, at: 7), try row.decode(Bool.self, at: 8),
-                    try row.decode(Date?.self, at: 9), try row.decode(Date?.self, at: 10)
-                )
-                return Transaction(
-                    transactionId: id, originalTransactionId: original, productId: product, purchaseDate: purchase,
-                    expiresDate: expires, offerType: offerType.flatMap { OfferType(appleNumber: Int($0)) },
-                    offerId: offerId, autoRenew: autoRenew, inBillingRetry: retry, gracePeriodExpiresDate: grace,
-                    revocationDate: revoked)
-            }
-        }
+    /// The columns `transaction(_:)` decodes, in order.
+    static let transactionColumns = """
+        transaction_id, original_transaction_id, product_id, purchase_date, expires_date, offer_type, offer_id,
+        auto_renew, in_billing_retry, grace_period_expires_date, revocation_date
+        """
+
+    /// A recorded transaction from a row that starts with `transactionColumns`.
+    static func transaction(_ row: PostgresRow) throws -> Transaction {
+        let (id, original, product, purchase, expires, offerType, offerId) = try row.decode(
+            String.self, String?.self, String.self, Date.self, Date.self, Int16?.self, String?.self)
+        let (autoRenew, retry, grace, revoked) = (
+            try row.decode(Bool.self, at: 7), try row.decode(Bool.self, at: 8),
+            try row.decode(Date?.self, at: 9), try row.decode(Date?.self, at: 10)
+        )
+        return Transaction(
+            transactionId: id, originalTransactionId: original, productId: product, purchaseDate: purchase,
+            expiresDate: expires, offerType: offerType.flatMap { OfferType(appleNumber: Int($0)) },
+            offerId: offerId, autoRenew: autoRenew, inBillingRetry: retry, gracePeriodExpiresDate: grace,
+            revocationDate: revoked)
     }
 }

@@ -103,11 +103,11 @@ struct RepositoryTests {
             try await db.subscriptions.record(tenant: a.id, customerId: "c", t)
             t.autoRenew = false
             try await db.subscriptions.record(tenant: a.id, customerId: "c", t)
-            let stored = try await db.subscriptions.transactions(tenant: a.id, customerId: "c")
+            let stored = try await db.customerRecords.records(tenant: a.id, customerId: "c").recorded
             #expect(stored.count == 1)
             #expect(stored.first?.autoRenew == false)
             #expect(stored.first?.purchaseDate == start)
-            #expect(try await db.subscriptions.transactions(tenant: b.id, customerId: "c").isEmpty)
+            #expect(try await db.customerRecords.records(tenant: b.id, customerId: "c").recorded.isEmpty)
             t.productId = "ghost"
             t.transactionId = "t2"
             do {

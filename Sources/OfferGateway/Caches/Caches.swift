@@ -28,28 +28,22 @@ final class TransactionsSnapshot: Sendable {
 }
 
 /// Customers' records, served from memory (bounded; oldest dropped first), dropped on every change to a customer's
-/// recorded transactions or Apple data, here or in another process (NOTIFY `offergate_customer`).
+/// recorded transactions or Apple data, here or in another process (NOTIFY `offergate_customer`). A customer with
+/// nothing stored is remembered too (an empty snapshot), so asking again about an unknown customer costs no query
+/// until a change to that customer is announced.
 final class CustomerCache: Sendable {
-    private let repository: SubscriptionRepository
-    private let apple: AppleDataRepository
+    private let loader: CustomerRecordsLoader
     private let cache: KeyedCache<CustomerKey, TransactionsSnapshot>
 
-    init(repository: SubscriptionRepository, apple: AppleDataRepository, capacity: Int) {
-        self.repository = repository
-        self.apple = apple
+    init(repository: CustomerRecordsRepository, capacity: Int) {
+        self.loader = CustomerRecordsLoader(repository: repository)
         self.cache = KeyedCache(capacity: max(capacity, 1))
     }
 
     func snapshot(_ tenant: UUID, _ customerId: String) async throws -> TransactionsSnapshot {
-        let (repository, apple) = (repository, apple)
-        return try await cache.value(for: CustomerKey(tenant: tenant, customerId: customerId)) {
-            async let recorded = repository.transactions(tenant: tenant, customerId: customerId)
-            let appleData = try await apple.customerData(tenant: tenant, customerId: customerId)
-            return TransactionsSnapshot(
-                CustomerRecords(
-                    recorded: try await recorded, appleTransactions: appleData.transactions,
-                    appleRenewals: appleData.renewals))
-        }
+        let key = CustomerKey(tenant: tenant, customerId: customerId)
+        let loader = loader
+        return try await cache.value(for: key) { TransactionsSnapshot(try await loader.records(key)) }
     }
 
     /// The snapshot in memory, if any (no database access).
@@ -226,8 +220,7 @@ final class GatewayCaches: Sendable {
         tenants = TenantDirectory(repository: database.tenants)
         catalogs = CatalogCache(repository: database.catalog, tenants: database.tenants)
         signers = SignerCache(repository: database.signingKeys, sealer: sealer)
-        customers = CustomerCache(
-            repository: database.subscriptions, apple: database.appleData, capacity: options.customerCacheSize)
+        customers = CustomerCache(repository: database.customerRecords, capacity: options.customerCacheSize)
         decisions = DecisionMemo(capacity: options.decisionMemoSize)
     }
 

@@ -1,0 +1,90 @@
+import Foundation
+import OfferDomain
+import Postgres
+
+/// What decisions read about customers: their recorded transactions and Apple's verified transactions and renewal
+/// infos, for many customers of one tenant in one round trip (three statements, pipelined). A customer's first
+/// question is answered from here, so this is the gateway's cold path: one round trip serves every customer asked
+/// about at once, not one customer per round trip.
+public struct CustomerRecordsRepository: Sendable {
+    let pool: PostgresPool
+
+    /// The most customers one round trip reads (the arrays bound to one statement); more are read in several.
+    static let customersPerRoundTrip = 1_000
+
+    /// Every record of each of `customerIds` (duplicates ignored), oldest first within each kind. Every customer
+    /// asked about has an entry, empty when nothing is stored.
+    public func records(tenant: UUID, customerIds: [String]) async throws(StoreError) -> [String: CustomerRecords] {
+        let distinct = Array(Set(customerIds))
+        var found = [String: CustomerRecords](
+            uniqueKeysWithValues: distinct.map { ($0, CustomerRecords(recorded: [])) })
+        for start in stride(from: 0, to: distinct.count, by: Self.customersPerRoundTrip) {
+            let customers = Array(distinct[start..<min(start + Self.customersPerRoundTrip, distinct.count)])
+            try await read(tenant: tenant, customers: customers, into: &found)
+        }
+        return found
+    }
+
+    private func read(tenant: UUID, customers: [String], into found: inout [String: CustomerRecords])
+        async throws(StoreError)
+    {
+        try await storeCall {
+            let results = try await pool.pipeline(Self.queries(tenant: tenant, customers: customers), prepared: true)
+            guard results.count == 3 else { throw StoreError.corrupt("customer records: \(results.count) results") }
+            for row in try results[0].get() {
+                found[try Self.customer(row), default: CustomerRecords(recorded: [])].recorded.append(
+                    try SubscriptionRepository.transaction(row))
+            }
+            for row in try results[1].get() {
+                found[try Self.customer(row), default: CustomerRecords(recorded: [])].appleTransactions.append(
+                    try AppleDataRepository.transactionFacts(row))
+            }
+            for row in try results[2].get() {
+                found[try Self.customer(row), default: CustomerRecords(recorded: [])].appleRenewals.append(
+                    try AppleDataRepository.renewalFacts(row))
+            }
+        }
+    }
+
+    /// One customer's records.
+    public func records(tenant: UUID, customerId: String) async throws(StoreError) -> CustomerRecords {
+        try await records(tenant: tenant, customerIds: [customerId])[customerId] ?? CustomerRecords(recorded: [])
+    }
+
+    /// The customer id each row carries in its last column.
+    private static func customer(_ row: PostgresRow) throws -> String {
+        try row.decode(String.self, at: row.count - 1)
+    }
+
+    /// The three reads, each one index lookup per customer: written as a lateral join over the bound array so the
+    /// plan cannot turn into a scan of the tenant's rows while the table's statistics lag (see
+    /// `RedemptionStore.batchLookups`). Each row ends with its customer id.
+    static func queries(tenant: UUID, customers: [String]) -> [PostgresQuery] {
+        [
+            """
+            SELECT r.*, c.customer_id
+            FROM unnest(\(customers)::text[]) AS c(customer_id)
+            CROSS JOIN LATERAL (
+                SELECT \(query: .unsafeRaw(SubscriptionRepository.transactionColumns)) FROM subscription_transactions s
+                WHERE s.tenant_id = \(tenant) AND s.customer_id = c.customer_id
+                ORDER BY purchase_date, transaction_id) r
+            """,
+            """
+            SELECT r.*, c.customer_id
+            FROM unnest(\(customers)::text[]) AS c(customer_id)
+            CROSS JOIN LATERAL (
+                SELECT \(query: .unsafeRaw(AppleDataRepository.transactionColumns)) FROM apple_transactions a
+                WHERE a.tenant_id = \(tenant) AND a.customer_id = c.customer_id
+                ORDER BY purchase_date, transaction_id) r
+            """,
+            """
+            SELECT r.*, c.customer_id
+            FROM unnest(\(customers)::text[]) AS c(customer_id)
+            CROSS JOIN LATERAL (
+                SELECT \(query: .unsafeRaw(AppleDataRepository.renewalColumns)) FROM apple_renewal_infos i
+                WHERE i.tenant_id = \(tenant) AND i.customer_id = c.customer_id
+                ORDER BY original_transaction_id, environment) r
+            """,
+        ]
+    }
+}
