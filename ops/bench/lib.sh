@@ -70,6 +70,20 @@ pgbench_tps() {
     awk '/^tps = / {print $3; exit}' <<<"$out"
 }
 
+# CPU time, for costs that hold up on a busy machine where rates do not. cpu_ticks PID: user+system clock ticks of
+# one process (0 once it is gone); pg_ticks: of the benchmark's PostgreSQL cluster (postmaster and its children);
+# per_thousand TICKS REQUESTS: CPU milliseconds per 1,000 requests.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+pg_ticks() {
+    local total=0 pm p
+    pm=$(head -1 "$pg_dir/data/postmaster.pid")
+    # The postmaster's own time plus what its exited children used (cutime, cstime), plus its live children.
+    total=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
+    for p in $(pgrep -P "$pm"); do total=$((total + $(cpu_ticks "$p"))); done
+    echo "$total"
+}
+per_thousand() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", 1e6 * t / hz / n}'; }
+
 # jget FILE EXPR: a field of an offer-load --json report (python expression over `r`).
 jget() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 median() { sort -g "$1" | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
