@@ -318,7 +318,8 @@ public struct Catalog: Sendable, Hashable, Codable {
             let path = "offers[\(i)]"
             if offer.id.isEmpty { fail(.invalidIdentifier, "\(path).id", "offer id is empty") }
             if !seenOffers.insert(offer.key).inserted {
-                fail(.duplicateIdentifier, "\(path).id", "duplicate offer id \(offer.id) for product \(offer.productId)")
+                fail(
+                    .duplicateIdentifier, "\(path).id", "duplicate offer id \(offer.id) for product \(offer.productId)")
             }
             let product = self.product(offer.productId)
             if product == nil { fail(.unknownProduct, "\(path).productId", "unknown product \(offer.productId)") }

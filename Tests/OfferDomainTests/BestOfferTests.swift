@@ -170,9 +170,10 @@ struct BestOfferTests {
         let ranked = try BestOffer.choose(
             scope: .group("g1"), ranked: RankedCatalog(catalog), history: history, at: day("2026-03-01"))
         for result in [plain, ranked] {
-            #expect(result.considered.map(\.offer.key) == [
-                OfferKey(productId: "monthly", offerId: "shared"), OfferKey(productId: "yearly", offerId: "shared"),
-            ])
+            #expect(
+                result.considered.map(\.offer.key) == [
+                    OfferKey(productId: "monthly", offerId: "shared"), OfferKey(productId: "yearly", offerId: "shared"),
+                ])
         }
     }
 

@@ -10,27 +10,29 @@ import Testing
 /// manifest counts, kind by kind, so an import that dropped or invented a group, product or offer fails here.
 @Suite("Real .storekit files")
 struct StoreKitCorpusTests {
-    /// One manifest entry (the counts the test compares with; the manifest has more).
+    /// One manifest entry (the counts the test compares with; the manifest has more), its snake_case keys decoded
+    /// into camelCase.
     struct Entry: Decodable {
         let file: String
         let groups: Int
         let subscriptions: Int
-        let intro_offers: Int
-        let promo_offers: Int
-        let winback_offers: Int
-        let offer_code_like: [String: Int]
-        let non_renewing: Int
-        let other_products: Int
-        let subscription_product_ids: [String?]
-        let subscription_entries_not_objects: Int
-        let unknown_keys: [String: [String]]
+        let introOffers: Int
+        let promoOffers: Int
+        let winbackOffers: Int
+        let offerCodeLike: [String: Int]
+        let nonRenewing: Int
+        let otherProducts: Int
+        let subscriptionProductIds: [String?]
+        let subscriptionEntriesNotObjects: Int
         let sha256: String
     }
 
     static let directory = PackagePaths.root.appendingPathComponent("Tests/OfferGatewayTests/Fixtures/StoreKitReal")
 
     static func manifest() throws -> [Entry] {
-        try JSONDecoder().decode(
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return try decoder.decode(
             [Entry].self, from: Data(contentsOf: directory.appendingPathComponent("manifest.json")))
     }
 
@@ -95,7 +97,9 @@ struct StoreKitCorpusTests {
             var importedFiles = 0
             for (n, entry) in manifest.enumerated() {
                 let bytes = try Data(contentsOf: Self.directory.appendingPathComponent(entry.file))
-                #expect(Self.hex(SHA256.hash(Array(bytes))) == entry.sha256, "\(entry.file) differs from the manifest's copy")
+                #expect(
+                    Self.hex(SHA256.hash(Array(bytes))) == entry.sha256,
+                    "\(entry.file) differs from the manifest's copy")
                 let storekit = try JSONParsing.parse(Array(bytes))
                 let slug = "sk-\(n)"
                 if Self.refused.contains(entry.file) {
@@ -105,8 +109,15 @@ struct StoreKitCorpusTests {
                         try await admin.call(
                             method: "catalog.import", params: ["tenant": .string(slug), "storekit": storekit])
                     }
+                    // Nothing is a subscription (no_subscriptions), or what was meant as one is not an object (35's
+                    // group lists strings): then the refusal names that entry.
+                    let malformed = entry.subscriptionEntriesNotObjects > 0
+                    #expect(error?.reason == (malformed ? "invalid_storekit" : "no_subscriptions"), "\(entry.file)")
                     #expect(
-                        ["no_subscriptions", "invalid_storekit"].contains(error?.reason ?? ""), "\(entry.file)")
+                        error?.data?["param"]?.stringValue
+                            == (malformed
+                                ? "params.storekit.subscriptionGroups[0].subscriptions[0]" : "params.storekit"),
+                        "\(entry.file)")
                     let app = try await gw.tenant(key)
                     let catalog = try await app.call(method: "catalog.get", params: [:])
                     app.close()
@@ -137,7 +148,9 @@ struct StoreKitCorpusTests {
         let subscription = #"params\.storekit\.(subscriptionGroups\[\d+\]\.)?subscriptions\[\d+\]"#
         let field = #"(\.[A-Za-z]+)?"#
         let skippedGroups = matching(group + field).filter { !$0.contains(".subscriptions") }
-        let skippedSubscriptions = matching(subscription + #"(\.(productID|recurringSubscriptionPeriod|displayPrice|groupNumber|type|subscriptionGroupID))?"#)
+        let skippedSubscriptions = matching(
+            subscription
+                + #"(\.(productID|recurringSubscriptionPeriod|displayPrice|groupNumber|type|subscriptionGroupID))?"#)
         func skippedOffers(_ key: String) -> [String] { matching(subscription + "\\.\(key)(\\[\\d+\\])?" + field) }
         let products = matching(#"params\.storekit\.products\[\d+\]"#)
         let nonRenewing = matching(#"params\.storekit\.nonRenewingSubscriptions\[\d+\]"#)
@@ -147,23 +160,25 @@ struct StoreKitCorpusTests {
             .map { skippedOffers($0).count }.reduce(0, +)
         #expect(accounted == skipped.count, "\(name): unexplained skips \(skipped)")
         #expect(skippedGroups.isEmpty, "\(name): \(skippedGroups)")
-        #expect(products.count == entry.other_products, "\(name)")
-        #expect(nonRenewing.count == entry.non_renewing, "\(name)")
+        #expect(products.count == entry.otherProducts, "\(name)")
+        #expect(nonRenewing.count == entry.nonRenewing, "\(name)")
         // A skipped subscription takes its offers with it: in this corpus no subscription is skipped at all.
         #expect(skippedSubscriptions.isEmpty, "\(name): \(skippedSubscriptions)")
+        #expect(entry.subscriptionEntriesNotObjects == skippedSubscriptions.count, "\(name)")
 
         let expected = topLevelLayout[name]
-        let expectedProducts = expected?.products ?? entry.subscription_product_ids.compactMap { $0 }
+        let expectedProducts = expected?.products ?? entry.subscriptionProductIds.compactMap { $0 }
         #expect(expectedProducts.count == (expected == nil ? entry.subscriptions : expectedProducts.count))
         #expect(result.productIds.sorted() == expectedProducts.sorted(), "\(name)")
         #expect(result.catalog["groups"]?.arrayValue?.count == (expected?.groups ?? entry.groups), "\(name)")
         let intros = skippedOffers("introductoryOffer").count
-        #expect(result.offers("introductory").count + intros == (expected?.intro ?? entry.intro_offers), "\(name)")
+        #expect(result.offers("introductory").count + intros == (expected?.intro ?? entry.introOffers), "\(name)")
         #expect(
-            result.offers("promotional").count + skippedOffers("adHocOffers").count == entry.promo_offers, "\(name)")
-        #expect(result.offers("winBack").count + skippedOffers("winbackOffers").count == entry.winback_offers, "\(name)")
+            result.offers("promotional").count + skippedOffers("adHocOffers").count == entry.promoOffers, "\(name)")
         #expect(
-            result.offers("code").count + skippedOffers("codeOffers").count == entry.offer_code_like["codeOffers"] ?? 0,
+            result.offers("winBack").count + skippedOffers("winbackOffers").count == entry.winbackOffers, "\(name)")
+        #expect(
+            result.offers("code").count + skippedOffers("codeOffers").count == entry.offerCodeLike["codeOffers"] ?? 0,
             "\(name)")
         // v5's introductoryOffers[] repeats the intro offer: counted once, never as a second intro.
         #expect(skippedOffers("introductoryOffers").isEmpty, "\(name)")
@@ -246,7 +261,9 @@ struct StoreKitCorpusTests {
             lostCode: 3),
     ]
 
-    @Test("one entry that cannot be modelled is skipped with its path; the rest of the file imports", arguments: mutations)
+    @Test(
+        "one entry that cannot be modelled is skipped with its path; the rest of the file imports", arguments: mutations
+    )
     func oddEntry(_ mutation: Mutation) async throws {
         let entry = try #require(try Self.manifest().first { $0.file == Self.base })
         let broken = Self.editing(try Self.file(Self.base), at: mutation.path, to: mutation.value)
@@ -259,9 +276,9 @@ struct StoreKitCorpusTests {
             }
             #expect(modelling.map(\.path) == ["params.storekit" + mutation.skippedPath], "\(result.skipped)")
             #expect(result.productIds.count == entry.subscriptions - mutation.lostProducts)
-            #expect(result.offers("promotional").count == entry.promo_offers - mutation.lostPromotional)
-            #expect(result.offers("introductory").count == entry.intro_offers - mutation.lostIntro)
-            #expect(result.offers("code").count == (entry.offer_code_like["codeOffers"] ?? 0) - mutation.lostCode)
+            #expect(result.offers("promotional").count == entry.promoOffers - mutation.lostPromotional)
+            #expect(result.offers("introductory").count == entry.introOffers - mutation.lostIntro)
+            #expect(result.offers("code").count == (entry.offerCodeLike["codeOffers"] ?? 0) - mutation.lostCode)
         }
     }
 
@@ -270,7 +287,8 @@ struct StoreKitCorpusTests {
         // File 01 with test_refname2's promotional offer renamed to the id test_product1's offer has ("test"), as
         // Xcode lets a developer do: promotional offers are set up per subscription.
         let renamed = Self.editing(
-            try Self.file(Self.base), at: ["subscriptionGroups", "1", "subscriptions", "1", "adHocOffers", "0", "offerID"],
+            try Self.file(Self.base),
+            at: ["subscriptionGroups", "1", "subscriptions", "1", "adHocOffers", "0", "offerID"],
             to: "test")
         try await TestGateway.with { gw in
             let admin = try await gw.admin()
@@ -284,7 +302,8 @@ struct StoreKitCorpusTests {
             _ = try await admin.call(method: "catalog.import", params: ["tenant": "shared", "storekit": renamed])
             let tenant = try await gw.tenantId("shared")
             #expect(
-                try await gw.count("SELECT count(*)::int8 FROM offers WHERE tenant_id = \(tenant) AND offer_id = 'test'")
+                try await gw.count(
+                    "SELECT count(*)::int8 FROM offers WHERE tenant_id = \(tenant) AND offer_id = 'test'")
                     == 2)
 
             let app = try await gw.tenant(result.apiKey)
@@ -321,7 +340,9 @@ struct StoreKitCorpusTests {
             let ambiguous = await expectRPCError(-32602, param: "params.productId") {
                 try await admin.call(
                     method: "campaigns.create",
-                    params: ["tenant": "shared", "campaignId": "c1", "offerId": "test", "kind": "custom", "code": "SHARED1"])
+                    params: [
+                        "tenant": "shared", "campaignId": "c1", "offerId": "test", "kind": "custom", "code": "SHARED1",
+                    ])
             }
             #expect(ambiguous?.reason == "ambiguous_offer")
             #expect(ambiguous?.message.contains("test_refname2") == true, "\(String(describing: ambiguous))")

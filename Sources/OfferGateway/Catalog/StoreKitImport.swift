@@ -94,7 +94,8 @@ struct StoreKitImport {
             // could not be modelled, if there was one.
             if let first = report.firstModellingSkip {
                 let more = report.skipped.count > 1 ? " (\(report.skipped.count - 1) more entries skipped)" : ""
-                throw fail(first.path, "no auto-renewable subscription in this file could be imported: " + first.reason + more)
+                throw fail(
+                    first.path, "no auto-renewable subscription in this file could be imported: " + first.reason + more)
             }
             throw GatewayError.invalidParams(
                 param: basePath,
@@ -262,7 +263,8 @@ struct StoreKitImport {
             // not guessed at: the offer is left out and reported, the rest of the file imports.
             guard let text = planValue.stringValue, let plan = BillingPlan(apple: text) else {
                 let shown = planValue.stringValue.map { "'\(Validate.printable($0))'" } ?? "a non-string"
-                throw fail(path + ".billingPlanType", "billingPlanType \(shown) is not UPFRONT/BILLED_UPFRONT or MONTHLY")
+                throw fail(
+                    path + ".billingPlanType", "billingPlanType \(shown) is not UPFRONT/BILLED_UPFRONT or MONTHLY")
             }
             billingPlan = plan
         }
