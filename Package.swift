@@ -69,7 +69,9 @@ let package = Package(
             name: "OfferGatewayTests",
             dependencies: [
                 "OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres", "OfferTestSupport",
-            ]),
+            ],
+            // Read from the source tree by the tests (PackagePaths.root), not bundled.
+            exclude: ["Fixtures/AppleSignedData", "Fixtures/StoreKitReal"]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(

@@ -64,23 +64,59 @@ public enum Base64URL {
 
     /// Decodes strict base64url (no padding) from its ASCII bytes.
     public static func decode(bytes input: some Collection<UInt8>) -> [UInt8]? {
-        if input.count % 4 == 1 { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(input.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for char in input {
-            let value = reverse[Int(char)]
-            if value == 0xFF { return nil }
-            accumulator = (accumulator << 6) | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        if let done = input.withContiguousStorageIfAvailable({ decode(buffer: $0) }) { return done }
+        return Array(input).withUnsafeBufferPointer { decode(buffer: $0) }
+    }
+
+    /// Four characters to three bytes at a time, into an array of the exact size (every JWS the gateway verifies
+    /// passes through here: B11's profile had the byte-at-a-time loop as its hottest function of ours).
+    private static func decode(buffer input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        let count = input.count
+        let remainder = count % 4
+        if remainder == 1 { return nil }
+        let outputCount = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        var valid = true
+        let out = reverse.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: outputCount) { out, initialized in
+                // A value of 0xFF marks a character outside the alphabet: any of them sets the top bits of an OR.
+                func value(_ index: Int) -> UInt32 { UInt32(table[Int(input[index])]) }
+                var i = 0
+                var o = 0
+                while i + 4 <= count {
+                    let a = value(i)
+                    let b = value(i + 1)
+                    let c = value(i + 2)
+                    let d = value(i + 3)
+                    guard (a | b | c | d) & 0xC0 == 0 else {
+                        valid = false
+                        break
+                    }
+                    let chunk = a << 18 | b << 12 | c << 6 | d
+                    out[o] = UInt8(truncatingIfNeeded: chunk >> 16)
+                    out[o + 1] = UInt8(truncatingIfNeeded: chunk >> 8)
+                    out[o + 2] = UInt8(truncatingIfNeeded: chunk)
+                    i += 4
+                    o += 3
+                }
+                if valid && remainder >= 2 {
+                    let a = value(i)
+                    let b = value(i + 1)
+                    let c = remainder == 3 ? value(i + 2) : 0
+                    // Leftover bits must be zero (canonical encoding).
+                    if (a | b | c) & 0xC0 != 0 || (remainder == 2 ? b & 0x0F : c & 0x03) != 0 {
+                        valid = false
+                    } else {
+                        out[o] = UInt8(truncatingIfNeeded: a << 2 | b >> 4)
+                        o += 1
+                        if remainder == 3 {
+                            out[o] = UInt8(truncatingIfNeeded: (b & 0x0F) << 4 | c >> 2)
+                            o += 1
+                        }
+                    }
+                }
+                initialized = o
             }
         }
-        // Leftover bits must be zero (canonical encoding).
-        if bits > 0 && accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
-        return out
+        return valid ? out : nil
     }
 }

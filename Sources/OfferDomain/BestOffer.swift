@@ -202,7 +202,8 @@ public enum BestOffer {
         return left < right
     }
 
-    /// The total order: eligible first, then type priority, then larger saving (eligible only), then offer id.
+    /// The total order: eligible first, then type priority, then larger saving (eligible only), then offer id, then
+    /// product id.
     static func isOrderedBefore(_ lhs: ConsideredOffer, _ rhs: ConsideredOffer) -> Bool {
         if lhs.verdict.eligible != rhs.verdict.eligible { return lhs.verdict.eligible }
         let compareSavings = lhs.verdict.eligible
@@ -211,12 +212,14 @@ public enum BestOffer {
     }
 
     /// The order among offers of equal eligibility: type priority, then the larger saving (when savings are
-    /// given: eligible offers only), then offer id. ``RankedCatalog`` ranks eligible offers with it.
+    /// given: eligible offers only), then offer id, then product id. ``RankedCatalog`` ranks eligible offers with it.
     static func isOrderedBefore(_ lhs: Offer, _ lhsSaving: Saving?, _ rhs: Offer, _ rhsSaving: Saving?) -> Bool {
         if lhs.type.bestOfferPriority != rhs.type.bestOfferPriority {
             return lhs.type.bestOfferPriority > rhs.type.bestOfferPriority
         }
         if let lhsSaving, let rhsSaving, lhsSaving != rhsSaving { return lhsSaving > rhsSaving }
-        return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8)
+        // One id may sit on several products (offers are named by product and id): the product id settles it.
+        if lhs.id != rhs.id { return lhs.id.utf8.lexicographicallyPrecedes(rhs.id.utf8) }
+        return lhs.productId.utf8.lexicographicallyPrecedes(rhs.productId.utf8)
     }
 }

@@ -109,9 +109,25 @@ public enum BillingPlan: String, Sendable, Hashable, Codable, CaseIterable {
     }
 }
 
+/// What names an offer: its product and its id (APPLE_OFFERS §6: StoreKit names a promotional offer by both, and
+/// Xcode lets one offer id sit on two subscriptions).
+public struct OfferKey: Sendable, Hashable, Codable {
+    /// The product the offer discounts.
+    public var productId: String
+    /// The offer id.
+    public var offerId: String
+
+    /// Creates a key.
+    public init(productId: String, offerId: String) {
+        self.productId = productId
+        self.offerId = offerId
+    }
+}
+
 /// A subscription offer of one product.
 public struct Offer: Sendable, Hashable, Codable {
-    /// The offer id (Apple's offer identifier; unique per tenant catalog).
+    /// The offer id (Apple's offer identifier). Unique per product: StoreKit names an offer by product and id
+    /// together, and one id may sit on several products (see ``Catalog/offer(_:product:)``).
     public var id: String
     /// Introductory, promotional, code or win-back.
     public var type: OfferType
@@ -157,6 +173,9 @@ public struct Offer: Sendable, Hashable, Codable {
         self.billingPlan = billingPlan
     }
 
+    /// The offer's name in its catalog: product and id.
+    public var key: OfferKey { OfferKey(productId: productId, offerId: id) }
+
     /// Whether the offer applies to a customer on `plan`: always when either is `nil` (no plan given: every offer
     /// is considered, as before plans existed; an offer without a plan applies to every plan).
     public func applies(to plan: BillingPlan?) -> Bool {
@@ -189,7 +208,7 @@ public struct Catalog: Sendable, Hashable, Codable {
 
     private var groupIndex: [String: Int]
     private var productIndex: [String: Int]
-    private var offerIndex: [String: Int]
+    private var offerIndex: [OfferKey: Int]
 
     /// Creates a catalog without validating it (lookups return the first of duplicate ids).
     /// Call ``validate(at:)`` or use ``init(validating:products:offers:at:)``.
@@ -199,7 +218,11 @@ public struct Catalog: Sendable, Hashable, Codable {
         self.offers = offers
         self.groupIndex = Catalog.index(groups.map(\.id))
         self.productIndex = Catalog.index(products.map(\.id))
-        self.offerIndex = Catalog.index(offers.map(\.id))
+        var offerIndex: [OfferKey: Int] = [:]
+        for (position, offer) in offers.enumerated() where offerIndex[offer.key] == nil {
+            offerIndex[offer.key] = position
+        }
+        self.offerIndex = offerIndex
     }
 
     /// Creates a catalog and throws the first validation error, if any.
@@ -243,8 +266,13 @@ public struct Catalog: Sendable, Hashable, Codable {
     public func group(_ id: String) -> SubscriptionGroup? { groupIndex[id].map { groups[$0] } }
     /// The product with this id.
     public func product(_ id: String) -> Product? { productIndex[id].map { products[$0] } }
-    /// The offer with this id.
-    public func offer(_ id: String) -> Offer? { offerIndex[id].map { offers[$0] } }
+    /// The offer `id` of product `productId`: an offer is named by both (StoreKit does the same), since one id may
+    /// sit on several products.
+    public func offer(_ id: String, product productId: String) -> Offer? {
+        offerIndex[OfferKey(productId: productId, offerId: id)].map { offers[$0] }
+    }
+    /// Every offer with this id, whatever its product, in catalog order (several only when products share an id).
+    public func offers(withId id: String) -> [Offer] { offers.filter { $0.id == id } }
     /// Products of a group, in catalog order.
     public func products(inGroup groupId: String) -> [Product] { products.filter { $0.groupId == groupId } }
     /// Offers of a product, in catalog order.
@@ -283,14 +311,15 @@ public struct Catalog: Sendable, Hashable, Codable {
                 groupCurrency[product.groupId] = product.price.currency
             }
         }
-        seen.removeAll()
+        var seenOffers = Set<OfferKey>()
         var activePromotional: [String: Int] = [:]
         var activeIntro: [String: Int] = [:]
         for (i, offer) in offers.enumerated() {
             let path = "offers[\(i)]"
             if offer.id.isEmpty { fail(.invalidIdentifier, "\(path).id", "offer id is empty") }
-            if !seen.insert(offer.id).inserted {
-                fail(.duplicateIdentifier, "\(path).id", "duplicate offer id \(offer.id)")
+            if !seenOffers.insert(offer.key).inserted {
+                fail(
+                    .duplicateIdentifier, "\(path).id", "duplicate offer id \(offer.id) for product \(offer.productId)")
             }
             let product = self.product(offer.productId)
             if product == nil { fail(.unknownProduct, "\(path).productId", "unknown product \(offer.productId)") }

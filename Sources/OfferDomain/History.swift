@@ -16,8 +16,8 @@ public struct Transaction: Sendable, Hashable, Codable {
     public var offerType: OfferType?
     /// Offer id redeemed, if any.
     public var offerId: String?
-    /// Apple's `offerDiscountType`, when known; otherwise the payment mode is looked up from `offerId` in the
-    /// catalog.
+    /// Apple's `offerDiscountType`, when known; otherwise the payment mode is looked up from `productId` and
+    /// `offerId` in the catalog.
     public var offerPaymentMode: PaymentMode?
     /// Renewal info: auto-renew on.
     public var autoRenew: Bool
@@ -272,7 +272,7 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
     static func isFreeTrial(_ transaction: Transaction, catalog: Catalog) -> Bool {
         if let mode = transaction.offerPaymentMode { return mode == .freeTrial }
         guard transaction.offerType != nil, let offerId = transaction.offerId else { return false }
-        return catalog.offer(offerId)?.paymentMode == .freeTrial
+        return catalog.offer(offerId, product: transaction.productId)?.paymentMode == .freeTrial
     }
 
     static func paidMonths(_ sorted: [Transaction], catalog: Catalog, at: Date) -> Int {

@@ -51,7 +51,7 @@ public struct RankedCatalog: Sendable {
         var ranks = [Int?](repeating: nil, count: offers.count)
         var rank = 0
         for (i, entry) in sorted.enumerated() {
-            // Dense ranks: equal keys (only possible with duplicate offer ids) share a rank, so the final sort
+            // Dense ranks: equal keys (only possible with duplicate offers) share a rank, so the final sort
             // falls back to the exact comparison and keeps such candidates in their original order.
             if i > 0 && before(sorted[i - 1], entry) { rank += 1 }
             ranks[entry.position] = rank

@@ -140,32 +140,23 @@ public struct AppleDataRepository: Sendable {
     {
         let chains = Set(batch.transactions.map(\.facts.originalTransactionId))
             .union(batch.renewals.map(\.facts.originalTransactionId)).sorted()
-        for chain in chains { try await lock(tx, tenant: tenant, chain: chain) }
-        if let n = batch.notification {
-            let first = batch.transactions.first?.facts
-            let inserted = try await tx.query(
+        // The chains' locks (in order) and the notification's row, pipelined: one round trip, run in this order.
+        var opening = chains.map { lockQuery(tenant: tenant, chain: $0) }
+        if let n = batch.notification { opening.append(insertQuery(tenant: tenant, n, batch: batch)) }
+        let opened = opening.isEmpty ? [] : try await tx.pipeline(opening).map { try $0.get() }
+        if let n = batch.notification, opened.last?.isEmpty == true {
+            // A retry of a notification applied before answers with the customer it reached then.
+            let stored = try await tx.query(
                 """
-                INSERT INTO apple_notifications
-                    (tenant_id, notification_uuid, notification_type, subtype, environment, transaction_id,
-                     original_transaction_id, signed_date, jws)
-                VALUES (\(tenant), \(n.notificationUUID), \(n.notificationType), \(n.subtype),
-                        \(n.environment.rawValue), \(first?.transactionId),
-                        \(first?.originalTransactionId ?? batch.renewals.first?.facts.originalTransactionId),
-                        \(n.signedDate), \(n.jws))
-                ON CONFLICT (tenant_id, notification_uuid) DO NOTHING
-                RETURNING 1
-                """)
-            if inserted.isEmpty {
-                // A retry of a notification applied before answers with the customer it reached then.
-                let stored = try await tx.query(
-                    """
-                    SELECT customer_id FROM apple_notifications
-                    WHERE tenant_id = \(tenant) AND notification_uuid = \(n.notificationUUID)
-                    """
-                ).first.flatMap { try $0.decode(String?.self, at: 0) }
-                return AppleIngestOutcome(
-                    duplicateNotification: true, applied: 0, duplicates: 0, customers: stored.map { [$0] } ?? [])
-            }
+                SELECT customer_id FROM apple_notifications
+                WHERE tenant_id = \(tenant) AND notification_uuid = \(n.notificationUUID)
+                """
+            ).first.flatMap { try $0.decode(String?.self, at: 0) }
+            return AppleIngestOutcome(
+                duplicateNotification: true, applied: 0, duplicates: 0, customers: stored.map { [$0] } ?? [])
+        }
+        if let customerOfChain = tokenCustomers(batch) {
+            return try await ingestTokened(tx, tenant: tenant, batch, customerOfChain: customerOfChain)
         }
         var customerOfChain: [String: String] = [:]
         if let customerId = batch.customerId {
@@ -206,14 +197,80 @@ public struct AppleDataRepository: Sendable {
             if try await upsert(tx, tenant: tenant, r, customer: customer) { applied += 1 } else { duplicates += 1 }
         }
         if let n = batch.notification, let customer = customers.sorted().first {
-            try await tx.query(
-                """
-                UPDATE apple_notifications SET customer_id = \(customer)
-                WHERE tenant_id = \(tenant) AND notification_uuid = \(n.notificationUUID)
-                """)
+            try await tx.query(notificationCustomerQuery(tenant: tenant, n, customer: customer))
         }
         return AppleIngestOutcome(
             duplicateNotification: false, applied: applied, duplicates: duplicates, customers: customers.sorted())
+    }
+
+    /// When every record's customer follows from the batch alone (no `customerId` to link; every transaction
+    /// carries its `appAccountToken`; every renewal info's chain has such a transaction in the batch: a
+    /// notification's usual shape), the customer of each chain exactly as the sequential path finds it (the token of
+    /// the chain's last transaction); else nil.
+    static func tokenCustomers(_ batch: AppleIngestBatch) -> [String: String]? {
+        guard batch.customerId == nil else { return nil }
+        var customerOfChain: [String: String] = [:]
+        for t in batch.transactions {
+            guard let token = t.appAccountToken else { return nil }
+            customerOfChain[t.facts.originalTransactionId] = token
+        }
+        for r in batch.renewals where customerOfChain[r.facts.originalTransactionId] == nil { return nil }
+        return customerOfChain
+    }
+
+    /// The sequential path's steps for a batch whose customers are known (``tokenCustomers(_:)``), in two pipelined
+    /// round trips instead of one per statement: every token's link (a new link then adopts its chain's unlinked
+    /// records, before anything is stored, as the sequential path does), then every upsert and the notification's
+    /// customer. The statements and their order per record are the sequential path's; only the waits between
+    /// them go.
+    private static func ingestTokened(
+        _ tx: PostgresTransaction, tenant: UUID, _ batch: AppleIngestBatch, customerOfChain: [String: String]
+    ) async throws -> AppleIngestOutcome {
+        let tokens = batch.transactions.compactMap(\.appAccountToken)
+        let linking = zip(batch.transactions, tokens).map {
+            linkQuery(tenant: tenant, chain: $0.0.facts.originalTransactionId, customerId: $0.1)
+        }
+        let links = linking.isEmpty ? [] : try await tx.pipeline(linking)
+        for ((t, token), result) in zip(zip(batch.transactions, tokens), links) where try !result.get().isEmpty {
+            _ = try await adopt(tx, tenant: tenant, chain: t.facts.originalTransactionId, customerId: token)
+        }
+        var writes = zip(batch.transactions, tokens).map { upsertQuery(tenant: tenant, $0.0, customer: $0.1) }
+        writes += batch.renewals.map {
+            upsertQuery(tenant: tenant, $0, customer: customerOfChain[$0.facts.originalTransactionId])
+        }
+        let customers = Set(tokens).sorted()
+        if let n = batch.notification, let customer = customers.first {
+            writes.append(notificationCustomerQuery(tenant: tenant, n, customer: customer))
+        }
+        let written = writes.isEmpty ? [] : try await tx.pipeline(writes).map { try $0.get() }
+        let records = batch.transactions.count + batch.renewals.count
+        let applied = written.prefix(records).filter { !$0.isEmpty }.count
+        return AppleIngestOutcome(
+            duplicateNotification: false, applied: applied, duplicates: records - applied, customers: customers)
+    }
+
+    static func insertQuery(tenant: UUID, _ n: StoredAppleNotification, batch: AppleIngestBatch) -> PostgresQuery {
+        let first = batch.transactions.first?.facts
+        return """
+            INSERT INTO apple_notifications
+                (tenant_id, notification_uuid, notification_type, subtype, environment, transaction_id,
+                 original_transaction_id, signed_date, jws)
+            VALUES (\(tenant), \(n.notificationUUID), \(n.notificationType), \(n.subtype),
+                    \(n.environment.rawValue), \(first?.transactionId),
+                    \(first?.originalTransactionId ?? batch.renewals.first?.facts.originalTransactionId),
+                    \(n.signedDate), \(n.jws))
+            ON CONFLICT (tenant_id, notification_uuid) DO NOTHING
+            RETURNING 1
+            """
+    }
+
+    static func notificationCustomerQuery(tenant: UUID, _ n: StoredAppleNotification, customer: String)
+        -> PostgresQuery
+    {
+        """
+        UPDATE apple_notifications SET customer_id = \(customer)
+        WHERE tenant_id = \(tenant) AND notification_uuid = \(n.notificationUUID)
+        """
     }
 
     /// Links a subscription chain to a customer and gives them the chain's unlinked data; returns how many records
@@ -236,11 +293,7 @@ public struct AppleDataRepository: Sendable {
         if let existing = try await linkedCustomer(tx, tenant: tenant, chain: chain), existing != customerId {
             throw StoreError.conflict("originalTransactionId is linked to another customer")
         }
-        try await tx.query(
-            """
-            INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
-            VALUES (\(tenant), \(chain), \(customerId)) ON CONFLICT DO NOTHING
-            """)
+        try await tx.query(linkQuery(tenant: tenant, chain: chain, customerId: customerId))
         return try await adopt(tx, tenant: tenant, chain: chain, customerId: customerId)
     }
 
@@ -249,12 +302,16 @@ public struct AppleDataRepository: Sendable {
     private static func linkByToken(_ tx: PostgresTransaction, tenant: UUID, chain: String, token: String)
         async throws
     {
-        let inserted = try await tx.query(
-            """
-            INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
-            VALUES (\(tenant), \(chain), \(token)) ON CONFLICT DO NOTHING RETURNING 1
-            """)
+        let inserted = try await tx.query(linkQuery(tenant: tenant, chain: chain, customerId: token))
         if inserted.count > 0 { _ = try await adopt(tx, tenant: tenant, chain: chain, customerId: token) }
+    }
+
+    /// Links `chain` to `customerId` unless it is linked already; a row comes back when it linked.
+    static func linkQuery(tenant: UUID, chain: String, customerId: String) -> PostgresQuery {
+        """
+        INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
+        VALUES (\(tenant), \(chain), \(customerId)) ON CONFLICT DO NOTHING RETURNING 1
+        """
     }
 
     /// Gives a chain's unlinked records to its customer; returns how many.
@@ -278,8 +335,13 @@ public struct AppleDataRepository: Sendable {
     }
 
     private static func lock(_ tx: PostgresTransaction, tenant: UUID, chain: String) async throws {
+        try await tx.query(lockQuery(tenant: tenant, chain: chain))
+    }
+
+    /// The lock every write to one subscription chain takes first (held to the end of the transaction).
+    static func lockQuery(tenant: UUID, chain: String) -> PostgresQuery {
         let key = "apple-chain:" + tenant.uuidString.lowercased() + ":" + chain
-        try await tx.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))")
+        return "SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))"
     }
 
     private static func linkedCustomer(_ tx: PostgresTransaction, tenant: UUID, chain: String) async throws
@@ -296,8 +358,13 @@ public struct AppleDataRepository: Sendable {
     private static func upsert(_ tx: PostgresTransaction, tenant: UUID, _ t: StoredAppleTransaction, customer: String?)
         async throws -> Bool
     {
+        !(try await tx.query(upsertQuery(tenant: tenant, t, customer: customer))).isEmpty
+    }
+
+    /// The upsert of a transaction: a row comes back when it changed anything.
+    static func upsertQuery(tenant: UUID, _ t: StoredAppleTransaction, customer: String?) -> PostgresQuery {
         let f = t.facts
-        let rows = try await tx.query(
+        return
             """
             INSERT INTO apple_transactions AS old
                 (tenant_id, transaction_id, original_transaction_id, environment, customer_id, app_account_token,
@@ -326,16 +393,20 @@ public struct AppleDataRepository: Sendable {
                 OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
                     AND old.signed_date = EXCLUDED.signed_date)
             RETURNING 1
-            """)
-        return !rows.isEmpty
+            """
     }
 
     /// Stores a renewal info unless one with a later or equal `signedDate` is stored for its chain and environment.
     private static func upsert(_ tx: PostgresTransaction, tenant: UUID, _ r: StoredAppleRenewal, customer: String?)
         async throws -> Bool
     {
+        !(try await tx.query(upsertQuery(tenant: tenant, r, customer: customer))).isEmpty
+    }
+
+    /// The upsert of a renewal info: a row comes back when it changed anything.
+    static func upsertQuery(tenant: UUID, _ r: StoredAppleRenewal, customer: String?) -> PostgresQuery {
         let f = r.facts
-        let rows = try await tx.query(
+        return
             """
             INSERT INTO apple_renewal_infos AS old
                 (tenant_id, original_transaction_id, environment, customer_id, product_id, auto_renew_product_id,
@@ -359,8 +430,7 @@ public struct AppleDataRepository: Sendable {
                 OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
                     AND old.signed_date = EXCLUDED.signed_date)
             RETURNING 1
-            """)
-        return !rows.isEmpty
+            """
     }
 
     /// The columns `transactionFacts(_:)` decodes, in order.

@@ -25,7 +25,7 @@ public struct CatalogRepository: Sendable {
                    o.price::text, p.currency, o.starts_at, o.ends_at, o.audience, o.min_paid_months,
                    o.months_since_lapse_min, o.months_since_lapse_max, o.wait_between_offers_months, o.billing_plan
             FROM offers o JOIN products p USING (tenant_id, product_id)
-            WHERE o.tenant_id = \(tenant) AND o.active ORDER BY o.offer_id
+            WHERE o.tenant_id = \(tenant) AND o.active ORDER BY o.offer_id, o.product_id
             """,
         ]
     }
@@ -40,7 +40,8 @@ public struct CatalogRepository: Sendable {
         return Catalog(groups: groups, products: products, offers: offers)
     }
 
-    /// Inserts or updates groups, products and offers in one transaction (rows not named are left alone).
+    /// Inserts or updates groups, products and offers in one transaction (rows not named are left alone). An offer is
+    /// named by its product and id (migration 0006): the same id under another product is another offer.
     /// The caller validates the merged catalog first; the database's constraints are the last line.
     ///
     /// `check`, when given, sees the stored catalog inside the transaction, after changes of the same tenant are
@@ -93,8 +94,8 @@ public struct CatalogRepository: Sendable {
                                 \(offer.startsAt), \(offer.endsAt), \(audience), \(winBack?.minPaidMonths),
                                 \(winBack?.monthsSinceLapse.min), \(winBack?.monthsSinceLapse.max),
                                 \(winBack?.waitBetweenOffersMonths), \(offer.billingPlan?.rawValue))
-                        ON CONFLICT (tenant_id, offer_id) DO UPDATE SET
-                            product_id = EXCLUDED.product_id, type = EXCLUDED.type,
+                        ON CONFLICT (tenant_id, product_id, offer_id) DO UPDATE SET
+                            type = EXCLUDED.type,
                             payment_mode = EXCLUDED.payment_mode, period = EXCLUDED.period,
                             period_count = EXCLUDED.period_count, price = EXCLUDED.price,
                             starts_at = EXCLUDED.starts_at, ends_at = EXCLUDED.ends_at, audience = EXCLUDED.audience,

@@ -22,6 +22,7 @@ enum CampaignCommands {
             "tenant": .string(command.arguments[0]), "campaignId": .string(command.arguments[1]),
             "offerId": .string(try command.required("offer")), "kind": .string(kind),
         ]
+        if let product = command.value("product") { params["productId"] = .string(product) }
         if let code = command.value("code") {
             guard kind == "custom" else {
                 throw UsageError("--code is for --kind custom (one-time codes are generated)", command: command.path)

@@ -106,6 +106,7 @@ let campaignSpec = CommandSpec(
             "create", abstract: "Create a campaign (prints the gateway's warnings, e.g. Apple's caps).",
             options: [
                 .option("offer", "ID", "The offer the codes redeem (required)."),
+                .option("product", "ID", "The offer's product, when several products have an offer with that ID."),
                 .option(
                     "kind", "KIND", "oneTime (generated codes, one use each) or custom (one shared code) (required)."),
                 .option("code", "CODE", "The custom code."),

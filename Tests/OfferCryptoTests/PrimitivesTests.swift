@@ -44,6 +44,42 @@ struct PrimitivesTests {
         for bad in ["Zg==", "Z", "Zh", "Zm9v+", "a b", "Zm9/"] { #expect(Base64URL.decode(bad) == nil, "\(bad)") }
     }
 
+    @Test("Base64url decoding agrees with the character-at-a-time definition: every length, every bad character")
+    func base64urlDecodeAgainstDefinition() {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        /// RFC 4648 §5 without padding, strict: one character at a time, leftover bits must be zero.
+        func reference(_ text: [UInt8]) -> [UInt8]? {
+            if text.count % 4 == 1 { return nil }
+            var out: [UInt8] = []
+            var accumulator: UInt32 = 0
+            var bits = 0
+            for char in text {
+                guard let value = alphabet.firstIndex(of: char) else { return nil }
+                accumulator = (accumulator << 6) | UInt32(value)
+                bits += 6
+                if bits >= 8 {
+                    bits -= 8
+                    out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                }
+            }
+            if bits > 0 && accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
+            return out
+        }
+        var generator = SecureRandomGenerator()
+        for length in 0..<40 {
+            let text = (0..<length).map { _ in alphabet[Int.random(in: 0..<64, using: &generator)] }
+            #expect(Base64URL.decode(bytes: text) == reference(text), "\(String(decoding: text, as: UTF8.self))")
+            #expect(Base64URL.decode(bytes: text[...]) == reference(text))
+            for position in text.indices {
+                for bad: UInt8 in [0, 0x20, 0x2B, 0x2F, 0x3D, 0x7F, 0xC3, 0xFF] {
+                    var broken = text
+                    broken[position] = bad
+                    #expect(Base64URL.decode(bytes: broken) == nil)
+                }
+            }
+        }
+    }
+
     @Test("Constant-time comparison")
     func constantTime() {
         #expect(ConstantTime.equals([1, 2, 3], [1, 2, 3]))

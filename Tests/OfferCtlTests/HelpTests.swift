@@ -210,6 +210,7 @@ import Testing
 
             OPTIONS:
               --offer <ID>             The offer the codes redeem (required).
+              --product <ID>           The offer's product, when several products have an offer with that ID.
               --kind <KIND>            oneTime (generated codes, one use each) or custom (one shared code) (required).
               --code <CODE>            The custom code.
               --limit <N>              Redemptions in total (default: unlimited).

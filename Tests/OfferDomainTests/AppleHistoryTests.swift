@@ -100,7 +100,8 @@ struct AppleHistoryTests {
         }
         func reasons(_ offer: String, _ winBack: [String]?) -> [ReasonCode] {
             let group = Self.history(records(winBack), at: "2026-03-01", catalog: catalog)
-            return Eligibility.evaluate(offer: catalog.offer(offer)!, history: group, at: day("2026-03-01")).reasons
+            return Eligibility.evaluate(offer: catalog.offers(withId: offer)[0], history: group, at: day("2026-03-01"))
+                .reasons
         }
         #expect(reasons("wb-a", nil) == [.paidTooShort, .lapsedTooRecently])
         #expect(reasons("wb-b", nil) == [])

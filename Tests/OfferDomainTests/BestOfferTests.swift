@@ -157,6 +157,26 @@ struct BestOfferTests {
         #expect(result.considered.allSatisfy { $0.rank == nil })
     }
 
+    @Test("one offer id on two products: both compete in the group, the product id breaks the tie")
+    func sharedOfferId() throws {
+        let catalog = F.catalog([
+            Self.offer("shared", .promotional, product: "yearly", mode: .payUpFront, period: "P1M", price: "1.00"),
+            Self.offer("shared", .promotional, mode: .payUpFront, period: "P1M", price: "1.00"),
+        ])
+        // Active with auto-renew on: not in the default promotional audience, so both are ineligible and ordered by
+        // type, then offer id, then product id.
+        let history = F.history([F.tx("t", from: "2026-02-01", to: "2026-04-01")], at: "2026-03-01", catalog: catalog)
+        let plain = try BestOffer.choose(scope: .group("g1"), catalog: catalog, history: history, at: day("2026-03-01"))
+        let ranked = try BestOffer.choose(
+            scope: .group("g1"), ranked: RankedCatalog(catalog), history: history, at: day("2026-03-01"))
+        for result in [plain, ranked] {
+            #expect(
+                result.considered.map(\.offer.key) == [
+                    OfferKey(productId: "monthly", offerId: "shared"), OfferKey(productId: "yearly", offerId: "shared"),
+                ])
+        }
+    }
+
     @Test("unknown product or group")
     func unknown() {
         let history = F.history([], at: "2026-03-01")

@@ -14,8 +14,10 @@ struct CatalogTests {
         #expect(catalog.group("g1")?.name == "Premium")
         #expect(catalog.group("nope") == nil)
         #expect(catalog.product("yearly")?.level == 1)
-        #expect(catalog.offer("promo-monthly")?.periodCount == 3)
-        #expect(catalog.offer("nope") == nil)
+        #expect(catalog.offer("promo-monthly", product: "monthly")?.periodCount == 3)
+        #expect(catalog.offer("promo-monthly", product: "yearly") == nil)
+        #expect(catalog.offer("nope", product: "monthly") == nil)
+        #expect(catalog.offers(withId: "promo-monthly").map(\.productId) == ["monthly"])
         #expect(catalog.products(inGroup: "g1").map(\.id) == ["monthly", "yearly", "weekly"])
         #expect(
             catalog.offers(forProduct: "monthly").map(\.id)
@@ -24,12 +26,26 @@ struct CatalogTests {
         _ = try Catalog(validating: Fixture.groups, products: Fixture.products, offers: [], at: Self.at)
     }
 
+    @Test("one offer id on two products is two offers, each named by its product (Xcode allows it)")
+    func offerIdSharedByProducts() throws {
+        let offers = [Self.offer("shared"), Self.offer("shared", product: "yearly", price: usd("9.99"))]
+        let catalog = try Catalog(validating: Fixture.groups, products: Fixture.products, offers: offers, at: Self.at)
+        #expect(catalog.offer("shared", product: "monthly")?.price == usd("1.99"))
+        #expect(catalog.offer("shared", product: "yearly")?.price == usd("9.99"))
+        #expect(catalog.offer("shared", product: "weekly") == nil)
+        #expect(catalog.offers(withId: "shared").map(\.productId) == ["monthly", "yearly"])
+        // The same id twice on one product is still a duplicate.
+        let errors = Fixture.catalog(offers + [Self.offer("shared", product: "yearly")]).validate(at: Self.at)
+        #expect(errors.map(\.code) == [.duplicateIdentifier])
+        #expect(errors.first?.field == "offers[2].id")
+    }
+
     @Test("JSON round trip")
     func codable() throws {
         let data = try JSONEncoder().encode(Fixture.standard)
         let decoded = try JSONDecoder().decode(Catalog.self, from: data)
         #expect(decoded == Fixture.standard)
-        #expect(decoded.offer("wb-monthly")?.winBack?.monthsSinceLapse.max == 24)
+        #expect(decoded.offer("wb-monthly", product: "monthly")?.winBack?.monthsSinceLapse.max == 24)
     }
 
     static func json<T: Encodable>(_ value: T) throws -> String {

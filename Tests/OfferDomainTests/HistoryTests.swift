@@ -124,7 +124,9 @@ struct HistoryTests {
         PaidCase(
             name: "a free trial is not paid time (payment mode from the catalog)",
             transactions: [
-                F.tx("t0", from: "2026-01-01", to: "2026-02-01", offer: .introductory, offerId: "intro-yearly"),
+                // The offer is looked up under the transaction's product (offers are named by product and id).
+                F.tx(
+                    "t0", "yearly", from: "2026-01-01", to: "2026-02-01", offer: .introductory, offerId: "intro-yearly"),
                 F.tx("t1", from: "2026-02-01", to: "2026-04-01"),
             ], at: "2026-06-01", paidMonths: 2),
         PaidCase(

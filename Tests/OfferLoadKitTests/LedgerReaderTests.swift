@@ -31,9 +31,10 @@ import Testing
             try await TestSQL.execute(
                 conninfo,
                 """
-                INSERT INTO campaigns (tenant_id, campaign_id, offer_id, kind, custom_code, total_limit, redeemed)
-                    VALUES (\(tenant), 'hot', 'p0-o1', 'custom', 'HOTCODE', 2, 2),
-                           (\(tenant), 'pool', 'p0-o1', 'oneTime', NULL, NULL, 2);
+                INSERT INTO campaigns
+                    (tenant_id, campaign_id, offer_id, product_id, kind, custom_code, total_limit, redeemed)
+                    VALUES (\(tenant), 'hot', 'p0-o1', 'p0', 'custom', 'HOTCODE', 2, 2),
+                           (\(tenant), 'pool', 'p0-o1', 'p0', 'oneTime', NULL, NULL, 2);
                 INSERT INTO offer_codes (tenant_id, code, campaign_id, one_time)
                     VALUES (\(tenant), 'HOTCODE', 'hot', false), (\(tenant), 'AAAA1', 'pool', true),
                            (\(tenant), 'AAAA2', 'pool', true);

@@ -24,7 +24,7 @@ struct CodeGenerationTests {
                 tenant: tenant.id, groups: [SubscriptionGroup(id: "g", name: "G")], products: [product],
                 offers: [offer], actor: "admin")
             _ = try await db.campaigns.create(
-                tenant: tenant.id, try Campaign(id: "pool", offerId: "code1", kind: .oneTime))
+                tenant: tenant.id, try Campaign(id: "pool", offerId: "code1", kind: .oneTime), productId: "monthly")
             // Only three distinct codes can ever be made: the first round stores them, later rounds add nothing.
             do {
                 _ = try await db.campaigns.generateCodes(

@@ -32,15 +32,15 @@ struct CatalogInput: Sendable {
         pendingOfferPrices.removeAll()
     }
 
-    /// The existing catalog with these rows put in (same ids replaced).
+    /// The existing catalog with these rows put in (same ids replaced; offers by product and id).
     func merged(into existing: Catalog) -> (groups: [SubscriptionGroup], products: [Product], offers: [Offer]) {
-        func merge<T>(_ old: [T], _ new: [T], id: (T) -> String) -> [T] {
+        func merge<T, Key: Hashable>(_ old: [T], _ new: [T], id: (T) -> Key) -> [T] {
             let replaced = Set(new.map(id))
             return old.filter { !replaced.contains(id($0)) } + new
         }
         return (
             merge(existing.groups, groups, id: \.id), merge(existing.products, products, id: \.id),
-            merge(existing.offers, offers, id: \.id)
+            merge(existing.offers, offers, id: \.key)
         )
     }
 

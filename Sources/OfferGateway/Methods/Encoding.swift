@@ -21,7 +21,8 @@ enum Wire {
     static func campaign(_ record: CampaignRecord, at: Date) -> JSONObject {
         let c = record.campaign
         return [
-            "campaignId": .string(c.id), "offerId": .string(c.offerId), "kind": .string(c.kind.rawValue),
+            "campaignId": .string(c.id), "offerId": .string(c.offerId), "productId": .string(record.productId),
+            "kind": .string(c.kind.rawValue),
             "code": c.code.map { .string($0) } ?? .null,
             "totalLimit": c.limits.totalLimit.map { .int($0) } ?? .null,
             "perCustomerLimit": .int(c.limits.perCustomerLimit), "startsAt": date(c.startsAt),

@@ -18,6 +18,8 @@ struct CampaignService: Sendable {
     struct CreateRequest: Decodable, Sendable {
         let campaignId: String
         let offerId: String
+        /// The offer's product: needed only when several products have an offer with `offerId`.
+        let productId: String?
         let kind: String
         let code: String?
         let totalLimit: Int?
@@ -59,6 +61,7 @@ struct CampaignService: Sendable {
     func create(_ request: CreateRequest, tenant: TenantRecord) async throws -> Created {
         let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
         let offerId = try Validate.identifier(request.offerId, param: "params.offerId")
+        let productId = try request.productId.map { try Validate.identifier($0, param: "params.productId") }
         guard let kind = CampaignKind(rawValue: request.kind) else {
             throw GatewayError.invalidParams(param: "params.kind", message: "kind must be oneTime or custom")
         }
@@ -82,10 +85,9 @@ struct CampaignService: Sendable {
         } catch {
             throw GatewayError(error, paramPrefix: "params")
         }
-        guard try await caches.catalogs.catalog(tenant.id).offer(offerId) != nil else {
-            throw GatewayError.notFound("no offer '\(Validate.printable(offerId))'", reason: "unknown_offer")
-        }
-        let record = try await repository.create(tenant: tenant.id, campaign)
+        let offer = try CatalogService.offer(
+            offerId, product: productId, in: try await caches.catalogs.catalog(tenant.id))
+        let record = try await repository.create(tenant: tenant.id, campaign, productId: offer.productId)
         logger.info("campaign created", ["tenant": tenant.slug, "campaign": campaignId])
         return Created(record: record, warnings: campaign.appleCapWarnings(createdAt: record.createdAt))
     }

@@ -26,6 +26,36 @@ struct CatalogService: Sendable {
         try await caches.catalogs.catalog(tenant.id)
     }
 
+    /// The offer a client names (docs/api.md §8, "Offers are named by product and id"): `offerId` of `productId`
+    /// when the client gives a product; without one, the only offer with that id. Unknown: `-32004`
+    /// (`unknown_offer`); an id several products share, without a product: `-32602` naming `productParam`
+    /// (`ambiguous_offer`), with the products that have it.
+    static func offer(
+        _ offerId: String, product productId: String?, in catalog: Catalog, productParam: String = "params.productId"
+    ) throws -> Offer {
+        if let productId {
+            guard let offer = catalog.offer(offerId, product: productId) else {
+                throw GatewayError.notFound(
+                    "no offer '\(Validate.printable(offerId))' for product '\(Validate.printable(productId))'",
+                    reason: "unknown_offer")
+            }
+            return offer
+        }
+        let offers = catalog.offers(withId: offerId)
+        guard let first = offers.first else {
+            throw GatewayError.notFound("no offer '\(Validate.printable(offerId))'", reason: "unknown_offer")
+        }
+        guard offers.count == 1 else {
+            let products = offers.map { "'\(Validate.printable($0.productId))'" }.joined(separator: ", ")
+            throw GatewayError.invalidParams(
+                param: productParam,
+                message: "offer '\(Validate.printable(offerId))' exists for several products (\(products)): "
+                    + "name the product too",
+                reason: "ambiguous_offer")
+        }
+        return first
+    }
+
     func upsert(_ request: UpsertParams, tenant: TenantRecord) async throws -> Change {
         try await apply(try request.input(), tenant: tenant, action: "catalog.upsert", skipped: [])
     }

@@ -58,7 +58,7 @@ struct CodeService: Sendable {
             let lookup = try await caches.customCodes.lookup(
                 tenant: tenant.id, code: code, load: { try await repository.lookup(tenant: tenant.id, code: code) })
         else { throw GatewayError.unknownCode }
-        let productId = try await offerProduct(lookup.record.campaign, tenant: tenant)
+        let productId = try await offerProduct(lookup.record, tenant: tenant)
         // A stored outcome under `key` replays from inside the batch, whatever the customer's state is now.
         let eligible = try await isEligible(
             lookup.record.campaign, tenant: tenant, customerId: customerId, productId: productId, at: clock())
@@ -79,7 +79,7 @@ struct CodeService: Sendable {
         }
         guard let lookup = try await repository.lookup(tenant: tenant.id, code: code) else { return unknown }
         let campaign = lookup.record.campaign
-        let productId = try await offerProduct(campaign, tenant: tenant)
+        let productId = try await offerProduct(lookup.record, tenant: tenant)
         let eligible = try await isEligible(
             campaign, tenant: tenant, customerId: customerId, productId: productId, at: at)
         let usage = try await repository.usage(
@@ -104,12 +104,14 @@ struct CodeService: Sendable {
         return Rollback(redemptionId: text, alreadyRolledBack: already)
     }
 
-    /// The product of the campaign's offer.
-    private func offerProduct(_ campaign: Campaign, tenant: TenantRecord) async throws -> String {
-        guard let offer = try await caches.catalogs.catalog(tenant.id).offer(campaign.offerId) else {
+    /// The product of the campaign's offer (fixed at creation), once the catalog is seen to hold the offer.
+    private func offerProduct(_ record: CampaignRecord, tenant: TenantRecord) async throws -> String {
+        let campaign = record.campaign
+        guard try await caches.catalogs.catalog(tenant.id).offer(campaign.offerId, product: record.productId) != nil
+        else {
             throw GatewayError.internal("campaign \(campaign.id) names an offer missing from the catalog")
         }
-        return offer.productId
+        return record.productId
     }
 
     /// Whether the customer is in the campaign's eligibility at `at`; a campaign open to everyone needs no history.

@@ -125,11 +125,8 @@ struct OfferService: Sendable {
         let (catalog, history) = try await customers.history(tenant: tenant.id, customerId: customerId, at: at)
         let product = try Self.product(request.productId, in: catalog)
         let plan = asked ?? history.group(product.groupId).billingPlan
-        guard let offer = catalog.offer(request.offerId), offer.productId == product.id else {
-            throw GatewayError.notFound(
-                "no offer '\(Validate.printable(request.offerId))' for product '\(Validate.printable(product.id))'",
-                reason: "unknown_offer")
-        }
+        // The product names the offer together with its id (one id may sit on several products).
+        let offer = try CatalogService.offer(request.offerId, product: product.id, in: catalog)
         guard offer.type == .promotional else {
             throw GatewayError.notEligible(
                 "only promotional offers are signed; '\(offer.id)' is \(offer.type.rawValue)",

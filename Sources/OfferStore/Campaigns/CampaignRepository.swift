@@ -6,6 +6,9 @@ import Postgres
 public struct CampaignRecord: Sendable, Hashable {
     /// The definition (limits, dates, eligibility, deactivation).
     public var campaign: Campaign
+    /// The product of the campaign's offer: with `campaign.offerId` it names the offer (offers are named by product
+    /// and id, migration 0006), fixed when the campaign is created.
+    public var productId: String
     /// Successful, not rolled back redemptions.
     public var redeemed: Int
     /// Redemptions given back with `codes.rollback`.
@@ -14,8 +17,11 @@ public struct CampaignRecord: Sendable, Hashable {
     public var codesGenerated: Int
     public var createdAt: Date
 
-    public init(campaign: Campaign, redeemed: Int, rolledBack: Int, codesGenerated: Int, createdAt: Date) {
+    public init(
+        campaign: Campaign, productId: String, redeemed: Int, rolledBack: Int, codesGenerated: Int, createdAt: Date
+    ) {
         self.campaign = campaign
+        self.productId = productId
         self.redeemed = redeemed
         self.rolledBack = rolledBack
         self.codesGenerated = codesGenerated
@@ -37,22 +43,26 @@ public struct CampaignRepository: Sendable {
 
     static let columns = """
         c.campaign_id, c.offer_id, c.kind, c.custom_code, c.total_limit, c.per_customer_limit, c.starts_at,
-        c.expires_at, c.eligibility, c.deactivated_at, c.redeemed, c.rolled_back, c.codes_generated, c.created_at
+        c.expires_at, c.eligibility, c.deactivated_at, c.redeemed, c.rolled_back, c.codes_generated, c.created_at,
+        c.product_id
         """
+    /// How many columns `columns` has (what a query selects after them starts at this index).
+    static let columnCount = 15
 
     // MARK: Definition
 
-    /// Creates a campaign (and, for a custom campaign, its code). Throws `.notFound` for an unknown offer,
-    /// `.conflict` when the campaign id or the custom code is taken in this tenant.
-    public func create(tenant: UUID, _ c: Campaign) async throws(StoreError) -> CampaignRecord {
+    /// Creates a campaign (and, for a custom campaign, its code) for the offer `c.offerId` of product `productId`.
+    /// Throws `.notFound` for an unknown offer, `.conflict` when the campaign id or the custom code is taken in this
+    /// tenant.
+    public func create(tenant: UUID, _ c: Campaign, productId: String) async throws(StoreError) -> CampaignRecord {
         let eligibility = c.eligibility.sorted().map(\.rawValue)
         do {
             return try await pool.withTransaction { tx in
                 let rows = try await tx.query(
                     """
-                    INSERT INTO campaigns AS c (tenant_id, campaign_id, offer_id, kind, custom_code, total_limit,
-                        per_customer_limit, starts_at, expires_at, eligibility)
-                    VALUES (\(tenant), \(c.id), \(c.offerId), \(c.kind.rawValue), \(c.code),
+                    INSERT INTO campaigns AS c (tenant_id, campaign_id, offer_id, product_id, kind, custom_code,
+                        total_limit, per_customer_limit, starts_at, expires_at, eligibility)
+                    VALUES (\(tenant), \(c.id), \(c.offerId), \(productId), \(c.kind.rawValue), \(c.code),
                         \(c.limits.totalLimit.map { Int64($0) }), \(Int32(clamping: c.limits.perCustomerLimit)),
                         \(c.startsAt), \(c.expiresAt), \(eligibility))
                     RETURNING \(query: .unsafeRaw(Self.columns))
@@ -73,7 +83,7 @@ public struct CampaignRepository: Sendable {
             if error.constraint == "offer_codes_pkey" { throw .conflict("the code is taken by another campaign") }
             throw .conflict("campaign '\(c.id)' exists already")
         } catch let error as PostgresError where error.sqlState == "23503" {
-            throw .notFound("offer '\(c.offerId)'")
+            throw .notFound("offer '\(c.offerId)' of product '\(productId)'")
         } catch {
             throw StoreError.wrap(error)
         }
@@ -188,6 +198,7 @@ public struct CampaignRepository: Sendable {
         let rolledBack = try row.decode(Int64.self, at: base + 11)
         let generated = try row.decode(Int64.self, at: base + 12)
         let created = try row.decode(Date.self, at: base + 13)
+        let productId = try row.decode(String.self, at: base + 14)
         guard let kind = CampaignKind(rawValue: kindText) else { throw StoreError.corrupt("campaign kind") }
         var eligibility = Set<CampaignAudience>()
         for name in eligibilityText {
@@ -200,7 +211,7 @@ public struct CampaignRepository: Sendable {
                 perCustomerLimit: Int(perCustomer), startsAt: startsAt, expiresAt: expiresAt, eligibility: eligibility,
                 deactivatedAt: deactivatedAt)
             return CampaignRecord(
-                campaign: campaign, redeemed: Int(redeemed), rolledBack: Int(rolledBack),
+                campaign: campaign, productId: productId, redeemed: Int(redeemed), rolledBack: Int(rolledBack),
                 codesGenerated: Int(generated), createdAt: created)
         } catch {
             throw StoreError.corrupt("campaign '\(id)': \(error.message)")

@@ -191,7 +191,7 @@ extension CampaignRepository {
             throw StoreError.notFound("campaign '\(campaignId)'")
         }
         let record = try decodeRecord(campaignRow, at: 0)
-        let databaseNow = try campaignRow.decode(Date.self, at: 14)
+        let databaseNow = try campaignRow.decode(Date.self, at: Self.columnCount)
         var perCustomer: [String: Int] = [:]
         for row in try reads[2].get() {
             let (customer, count) = try row.decode(String.self, Int64.self)
