@@ -24,9 +24,14 @@ struct FailoverTests {
     }
 
     static func stormThroughAFailover(_ formation: HAFormation) async throws {
-        let gateways = try await RedemptionGateways.start(url: formation.url, count: 2, poolSize: 6)
+        // The gateways' log is kept (every -32050 of the outage is logged as a failed request) and read below.
+        let log = MemoryLogSink()
+        let gateways = try await RedemptionGateways.start(
+            url: formation.url, count: 2, poolSize: 6, logger: Logger(level: .warning, sink: log))
         do {
             try await stormThroughAFailover(formation, gateways)
+            // Each gateway's change feed saw the loss and listened again on the new primary.
+            #expect(log.all.filter { $0.contains("change feed reconnected") }.count >= 2)
             await gateways.shutdown()
         } catch {
             await gateways.shutdown()
