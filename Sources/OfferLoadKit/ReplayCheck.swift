@@ -18,7 +18,9 @@ public enum ReplayCheck {
         let work = byIndex.values.sorted { $0.requestIndex < $1.requestIndex }
         guard !work.isEmpty else { return [] }
         var opened: [any LoadConnection] = []
-        for _ in 0..<max(1, min(connections, work.count)) { opened.append(try await connector.connect(address: address)) }
+        for _ in 0..<max(1, min(connections, work.count)) {
+            opened.append(try await connector.connect(address: address))
+        }
         let lanes = opened
         let mismatches = await withTaskGroup(of: [String].self) { group in
             for (lane, connection) in lanes.enumerated() {
@@ -26,7 +28,8 @@ public enum ReplayCheck {
                     var bad: [String] = []
                     for ack in stride(from: lane, to: work.count, by: lanes.count).map({ work[$0] }) {
                         let outcome = await connection.call(request(ack.requestIndex))
-                        if outcome != .redeemed(redemptionId: ack.redemptionId, campaignId: ack.campaignId, replayed: true)
+                        if outcome
+                            != .redeemed(redemptionId: ack.redemptionId, campaignId: ack.campaignId, replayed: true)
                         {
                             bad.append("request \(ack.requestIndex): \(describe(outcome))")
                         }
