@@ -8,6 +8,8 @@ public enum CallOutcome: Sendable, Equatable {
     /// A `codes.redeem` result arrived: its `redemptionId`, `campaignId` and `replayed` flag (kept for the
     /// invariant check).
     case redeemed(redemptionId: String, campaignId: String, replayed: Bool)
+    /// An `offers.sign` result arrived: the signature's nonce (lowercase UUID; kept for the ledger check).
+    case signed(nonce: String)
     /// A JSON-RPC error response with this code (e.g. -32041, code exhausted).
     case rpcError(code: Int)
     /// The request got no response (connection lost, timeout); the text is for humans.
@@ -16,7 +18,7 @@ public enum CallOutcome: Sendable, Equatable {
     /// Whether the outcome counts as an error in the figures.
     public var isError: Bool {
         switch self {
-        case .success, .redeemed: false
+        case .success, .redeemed, .signed: false
         case .rpcError, .transportError: true
         }
     }
@@ -24,7 +26,7 @@ public enum CallOutcome: Sendable, Equatable {
     /// The key under which an error is counted: the JSON-RPC code as text ("-32041"), or "transport".
     public var errorKey: String? {
         switch self {
-        case .success, .redeemed: nil
+        case .success, .redeemed, .signed: nil
         case .rpcError(let code): String(code)
         case .transportError: "transport"
         }

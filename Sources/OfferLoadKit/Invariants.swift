@@ -120,6 +120,11 @@ public enum InvariantBreach: Sendable, Equatable, Codable, CustomStringConvertib
     case idempotencyKeyRedeemedTwice(keys: Int, examples: [String])
     /// A success acknowledged for a campaign the check has no facts about.
     case unknownCampaign(campaignId: String, acknowledged: Int)
+    /// Acknowledged redemptions whose idempotency key, sent again after the run, did not answer the same
+    /// redemption as a replay.
+    case replayMismatch(count: Int, examples: [String])
+    /// Signatures answered during the run that the issued-signature ledger does not hold.
+    case signatureNotRecorded(count: Int)
 
     /// A stable snake_case name of the invariant.
     public var name: String {
@@ -131,6 +136,8 @@ public enum InvariantBreach: Sendable, Equatable, Codable, CustomStringConvertib
         case .oneTimeCodeRedeemedTwice: "one_time_code_redeemed_twice"
         case .idempotencyKeyRedeemedTwice: "idempotency_key_redeemed_twice"
         case .unknownCampaign: "unknown_campaign"
+        case .replayMismatch: "replay_mismatch"
+        case .signatureNotRecorded: "signature_not_recorded"
         }
     }
 
@@ -151,6 +158,11 @@ public enum InvariantBreach: Sendable, Equatable, Codable, CustomStringConvertib
             "\(keys) idempotency keys with more than one redemption (e.g. " + examples.joined(separator: ", ") + ")"
         case .unknownCampaign(let c, let ack):
             "\(ack) successes acknowledged for campaign \(c), which the check has no facts about"
+        case .replayMismatch(let count, let examples):
+            "\(count) acknowledged redemptions did not replay with their idempotency key (e.g. "
+                + examples.joined(separator: ", ") + ")"
+        case .signatureNotRecorded(let count):
+            "\(count) answered signatures missing from the issued-signature ledger"
         }
     }
 }
@@ -168,6 +180,11 @@ public struct InvariantReport: Sendable, Equatable, Codable {
     }
 
     public var passed: Bool { breaches.isEmpty }
+
+    /// This report with more invariants checked and their breaches.
+    public func adding(checked more: [String], breaches found: [InvariantBreach]) -> InvariantReport {
+        InvariantReport(checked: checked + more, breaches: breaches + found)
+    }
 
     /// The process exit status this report calls for: 0 when every invariant holds, 2 on any breach.
     public var exitStatus: Int32 { breaches.isEmpty ? 0 : 2 }

@@ -68,6 +68,15 @@ public struct LedgerReader: Sendable {
         }
     }
 
+    /// How many of the answered signatures' `nonces` the tenant's issued-signature ledger does not hold.
+    public func signaturesMissing(tenant: String, nonces: [String]) async throws(OfferLoadError) -> Int {
+        do {
+            return try await audit.signaturesMissing(tenant: tenant, nonces: nonces)
+        } catch {
+            throw Self.ledgerError(error)
+        }
+    }
+
     static func ledgerError(_ error: StoreError) -> OfferLoadError {
         switch error {
         case .notFound(let what): OfferLoadError(.ledgerFailed, context: what, "no such campaign in the database")

@@ -36,12 +36,20 @@ public struct LoadPlan: Sendable, Equatable {
     public var warmupSeconds: Double
     /// Gateway addresses; connection `k` goes to `targets[k % targets.count]`.
     public var targets: [String]
+    /// Closed loop: for this many seconds after its first send, a request answered -32050 (unavailable, retryable)
+    /// is sent again, unchanged (same idempotency key), as a client riding out a database failover would; nil
+    /// counts the first -32050 as the outcome.
+    public var retryUnavailableSeconds: Double?
 
-    public init(model: LoadModel, stop: StopCondition, warmupSeconds: Double = 0, targets: [String]) {
+    public init(
+        model: LoadModel, stop: StopCondition, warmupSeconds: Double = 0, targets: [String],
+        retryUnavailableSeconds: Double? = nil
+    ) {
         self.model = model
         self.stop = stop
         self.warmupSeconds = warmupSeconds
         self.targets = targets
+        self.retryUnavailableSeconds = retryUnavailableSeconds
     }
 
     /// The address of connection `k` (round-robin over the targets).
@@ -77,6 +85,15 @@ public struct LoadPlan: Sendable, Equatable {
         guard warmupSeconds.isFinite, warmupSeconds >= 0 else {
             throw OfferLoadError(.invalidPlan, context: "--warmup", "needs 0 or more seconds")
         }
+        if let retry = retryUnavailableSeconds {
+            guard retry.isFinite, retry > 0 else {
+                throw OfferLoadError(.invalidPlan, context: "--retry-unavailable", "needs a number of seconds above 0")
+            }
+            guard case .closed = model else {
+                throw OfferLoadError(
+                    .invalidPlan, context: "--retry-unavailable", "applies to the closed loop only (no --rate)")
+            }
+        }
     }
 }
 
@@ -92,7 +109,8 @@ extension LoadPlan {
     /// ``defaultConnections``, depth to 1, warm-up to 0. The result is validated.
     public static func fromOptions(
         targets: [String], connections: Int? = nil, depth: Int? = nil, rate: Double? = nil,
-        duration: Double? = nil, requests: Int? = nil, warmup: Double? = nil, maxInFlight: Int? = nil
+        duration: Double? = nil, requests: Int? = nil, warmup: Double? = nil, maxInFlight: Int? = nil,
+        retryUnavailable: Double? = nil
     ) throws(OfferLoadError) -> LoadPlan {
         let stop: StopCondition
         switch (duration, requests) {
@@ -115,7 +133,9 @@ extension LoadPlan {
             }
             model = .closed(connections: count, depth: depth ?? 1)
         }
-        let plan = LoadPlan(model: model, stop: stop, warmupSeconds: warmup ?? 0, targets: targets)
+        let plan = LoadPlan(
+            model: model, stop: stop, warmupSeconds: warmup ?? 0, targets: targets,
+            retryUnavailableSeconds: retryUnavailable)
         try plan.validate()
         return plan
     }

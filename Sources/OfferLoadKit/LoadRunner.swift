@@ -35,6 +35,10 @@ public struct RunResult: Sendable {
     public var measuredNanoseconds: UInt64
     /// Every acknowledged redemption, warm-up included, in no particular order.
     public var redemptions: [AcknowledgedRedemption]
+    /// The nonce of every signature answered (`offers.sign`), warm-up included, for the ledger check.
+    public var signatureNonces: [String] = []
+    /// With `LoadPlan.retryUnavailableSeconds`: how the retries of -32050 answers went.
+    public var retries = RetryFigures()
 
     /// Measured completions per second (0 when nothing was measured).
     public var throughput: Double {
@@ -95,6 +99,8 @@ public struct LoadRunner: Sendable {
             result.measuredSuccesses += part.successes
             result.warmupRequests += part.warmup
             result.redemptions += part.redemptions
+            result.signatureNonces += part.signatureNonces
+            result.retries.merge(part.retries)
             lastCompletion = max(lastCompletion, part.lastCompletion)
         }
         result.measuredNanoseconds = lastCompletion - measureStart
@@ -118,7 +124,9 @@ public struct LoadRunner: Sendable {
                         while !Task.isCancelled {
                             let sentAt = clock.now()
                             guard let index = issuer.next(now: sentAt) else { return }
-                            let outcome = await connection.call(request(index))
+                            let outcome = await Self.call(
+                                connection, request(index), sentAt: sentAt, plan: plan, clock: clock,
+                                recorder: recorder)
                             recorder.record(index: index, startedAt: sentAt, completedAt: clock.now(), outcome)
                             // A lost connection answers at once: going on would spin and flood the figures
                             // with errors. The worker retires; the others carry on.
@@ -129,6 +137,31 @@ public struct LoadRunner: Sendable {
             }
         }
     }
+
+    /// One request, sent again while it is answered -32050 and the plan's retry window (from `sentAt`) lasts; a
+    /// retried request's whole wait is recorded (how long a client saw the database unavailable).
+    static func call(
+        _ connection: any LoadConnection, _ request: LoadRequest, sentAt: UInt64, plan: LoadPlan,
+        clock: any LoadClock, recorder: Recorder
+    ) async -> CallOutcome {
+        var outcome = await connection.call(request)
+        guard let window = plan.retryUnavailableSeconds, outcome == .rpcError(code: LoadRunner.unavailableCode)
+        else { return outcome }
+        let giveUp = sentAt + nanoseconds(window)
+        var answers = 1
+        while outcome == .rpcError(code: LoadRunner.unavailableCode), clock.now() < giveUp {
+            do { try await clock.sleep(until: clock.now() + retryPause) } catch { break }
+            outcome = await connection.call(request)
+            if outcome == .rpcError(code: LoadRunner.unavailableCode) { answers += 1 }
+        }
+        recorder.retried(unavailableAnswers: answers, waitedNanoseconds: clock.now() - sentAt, outcome: outcome)
+        return outcome
+    }
+
+    /// -32050: unavailable (the database), retryable.
+    public static let unavailableCode = -32050
+    /// The pause before a request answered -32050 is sent again.
+    static let retryPause: UInt64 = 20_000_000
 
     private func runOpen(
         _ plan: LoadPlan, rate: Double, maxInFlight: Int, start: UInt64, measureStart: UInt64,
@@ -286,6 +319,8 @@ final class Recorder: Sendable {
         var warmup: UInt64 = 0
         var lastCompletion: UInt64 = 0
         var redemptions: [AcknowledgedRedemption] = []
+        var signatureNonces: [String] = []
+        var retries = RetryFigures()
     }
     private let measureStart: UInt64
     private let state: Mutex<Part>
@@ -304,6 +339,7 @@ final class Recorder: Sendable {
                     AcknowledgedRedemption(
                         requestIndex: index, redemptionId: id, campaignId: campaign, replayed: replayed))
             }
+            if case .signed(let nonce) = outcome { p.signatureNonces.append(nonce) }
             guard startedAt >= measureStart else {
                 p.warmup += 1
                 return
@@ -316,5 +352,38 @@ final class Recorder: Sendable {
         }
     }
 
+    /// Records that a request was answered -32050 `unavailableAnswers` times before `outcome`, `waitedNanoseconds`
+    /// after it was first sent.
+    func retried(unavailableAnswers: Int, waitedNanoseconds: UInt64, outcome: CallOutcome) {
+        state.withLock { p in
+            p.retries.retriedRequests += 1
+            p.retries.unavailableAnswers += UInt64(unavailableAnswers)
+            p.retries.longestWaitNanoseconds = max(p.retries.longestWaitNanoseconds, waitedNanoseconds)
+            if outcome == .rpcError(code: LoadRunner.unavailableCode) { p.retries.gaveUp += 1 }
+        }
+    }
+
     func take() -> Part { state.withLock { $0 } }
+}
+
+/// How retrying -32050 answers went (``LoadPlan/retryUnavailableSeconds``).
+public struct RetryFigures: Sendable, Equatable, Codable {
+    /// Requests answered -32050 at least once.
+    public var retriedRequests: UInt64 = 0
+    /// -32050 answers in all (a retried request may get several).
+    public var unavailableAnswers: UInt64 = 0
+    /// Requests still answered -32050 when their retry window ended (their -32050 is their outcome).
+    public var gaveUp: UInt64 = 0
+    /// The longest a retried request waited from its first send to its final answer: how long a client saw
+    /// writes unavailable.
+    public var longestWaitNanoseconds: UInt64 = 0
+
+    public init() {}
+
+    mutating func merge(_ other: RetryFigures) {
+        retriedRequests += other.retriedRequests
+        unavailableAnswers += other.unavailableAnswers
+        gaveUp += other.gaveUp
+        longestWaitNanoseconds = max(longestWaitNanoseconds, other.longestWaitNanoseconds)
+    }
 }

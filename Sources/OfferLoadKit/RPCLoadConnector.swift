@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import OfferCrypto
 
 /// The JSON-RPC adapter of the load engine: one ``RPCClient`` per connection, authenticated with a tenant's API key
 /// (or the admin key) inside ``connect(address:)``.
@@ -58,8 +59,10 @@ struct RPCLoadConnection: LoadConnection {
 
     func close() async { client.close() }
 
-    /// A result mapped to an outcome: `codes.redeem` results with a redemption id become `.redeemed`.
+    /// A result mapped to an outcome: `codes.redeem` results with a redemption id become `.redeemed`, `offers.sign`
+    /// results `.signed` with their nonce (V1's `nonce`, or the JWS payload's).
     static func outcome(method: String, result: JSONValue) -> CallOutcome {
+        if method == "offers.sign", let nonce = signatureNonce(result) { return .signed(nonce: nonce.lowercased()) }
         if method == "codes.redeem", let id = result["redemptionId"]?.stringValue,
             let campaign = result["campaignId"]?.stringValue
         {
@@ -67,5 +70,16 @@ struct RPCLoadConnection: LoadConnection {
                 redemptionId: id.lowercased(), campaignId: campaign, replayed: result["replayed"]?.boolValue ?? false)
         }
         return .success
+    }
+
+    /// The nonce of an `offers.sign` result: `nonce` (v1) or the `nonce` claim of `compactJWS` (jws).
+    static func signatureNonce(_ result: JSONValue) -> String? {
+        if let nonce = result["nonce"]?.stringValue { return nonce }
+        guard let jws = result["compactJWS"]?.stringValue else { return nil }
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(parts[1]),
+            let claims = try? JSONParsing.parse(payload)
+        else { return nil }
+        return claims["nonce"]?.stringValue
     }
 }

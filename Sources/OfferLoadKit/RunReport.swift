@@ -84,10 +84,13 @@ public struct RunReport: Sendable, Equatable, Codable {
     public let histogram: [LatencyHistogram.Bucket]
     /// The invariant check after a redemption run; nil when none ran.
     public let invariants: InvariantReport?
+    /// How retrying -32050 answers went (`--retry-unavailable`); nil when the run did not retry.
+    public let retries: RetryFigures?
     /// 0, or 2 when an invariant was breached.
     public let exitStatus: Int32
 
     public init(scenario: String, plan: LoadPlan, result: RunResult, invariants: InvariantReport? = nil) {
+        retries = plan.retryUnavailableSeconds == nil ? nil : result.retries
         self.scenario = scenario
         model = ModelSummary(plan)
         measuredSeconds = Double(result.measuredNanoseconds) / 1e9

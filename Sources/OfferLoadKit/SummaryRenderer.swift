@@ -24,6 +24,15 @@ public enum SummaryRenderer {
         if let rate = r.model.rate, r.throughput < rate * 0.95 {
             rows.append(("", "below the target rate of \(Format.number(rate)) req/s"))
         }
+        if let retries = r.retries {
+            rows.append(
+                (
+                    "retried -32050",
+                    "\(Format.number(retries.retriedRequests)) requests (\(Format.number(retries.unavailableAnswers)) "
+                        + "answers), \(Format.number(retries.gaveUp)) gave up; longest wait "
+                        + Format.micros(retries.longestWaitNanoseconds / 1_000)
+                ))
+        }
         var out = table(rows)
         out += "\nlatency (\(Format.number(r.latency.count)) samples, < 0.8 % bucket error)\n"
         let l = r.latency

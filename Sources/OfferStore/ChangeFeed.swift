@@ -20,6 +20,9 @@ public enum StoreChange: Sendable, Hashable {
 public enum MissedChangesReason: Sendable, Hashable {
     /// The feed has just started listening: whatever was cached before may be older than it.
     case started
+    /// The connection to the database was lost (a restart, a failover): until `.reconnected`, announcements may be
+    /// missed, so nothing cached is provably current. Consumers drop everything and keep nothing new until then.
+    case connectionLost
     /// The connection to the database was lost and is back: announcements made meanwhile are gone.
     case reconnected
     /// The consumer fell behind and the feed's buffer was full: the queued changes were dropped.
@@ -32,7 +35,9 @@ public enum MissedChangesReason: Sendable, Hashable {
 ///
 /// It never drops a change silently: when a change would exceed `capacity`, the whole queue is replaced by
 /// `.mayHaveMissedChanges(.overflow)`. While such a marker waits, later changes add nothing (the marker makes the
-/// consumer drop everything, which covers them), and a change already queued is not queued twice.
+/// consumer drop everything, which covers them), and a change already queued is not queued twice. A marker about
+/// the connection (`.started`, `.connectionLost`, `.reconnected`) replaces a waiting marker, so the consumer
+/// always learns the feed's latest state (listening or not); `.overflow` and `.unrecognised` add nothing to one.
 struct ChangeBuffer: Sendable {
     let capacity: Int
     private var queue: [StoreChange] = []
@@ -55,9 +60,11 @@ struct ChangeBuffer: Sendable {
     }
 
     mutating func push(_ change: StoreChange) {
-        if case .mayHaveMissedChanges = change {
-            // Supersedes everything queued; a reconnect marker stays one (it says more than an overflow).
-            if holdsMarker { return }
+        if case .mayHaveMissedChanges(let reason) = change {
+            // Supersedes everything queued. A waiting marker stays when this one says less (an overflow or an
+            // unrecognised change only asks for a drop, which the waiting one already does); a connection marker
+            // replaces it, since whether the feed is listening now is what the consumer must act on.
+            if holdsMarker && (reason == .overflow || reason == .unrecognised) { return }
             replace(with: change)
             return
         }
@@ -142,8 +149,9 @@ public final class ChangeFeed: Sendable {
     /// How many times the buffer overflowed so far (each time the consumer was told to drop everything).
     public var overflows: Int { state.withLock { $0.buffer.overflows } }
 
-    /// Listens until the calling task is cancelled, reconnecting by itself (each reconnect delivers
-    /// `.mayHaveMissedChanges(.reconnected)`); delivers `.mayHaveMissedChanges(.started)` once first listening.
+    /// Listens until the calling task is cancelled, reconnecting by itself (a lost connection delivers
+    /// `.mayHaveMissedChanges(.connectionLost)`, each reconnect `.mayHaveMissedChanges(.reconnected)`); delivers
+    /// `.mayHaveMissedChanges(.started)` once first listening. With a multi-host URL it follows the primary.
     /// Throws `.unavailable` if the first connect fails. Ends `changes` when it returns. Call it once per feed
     /// (a feed that ended stays ended: make a new one).
     public func run() async throws(StoreError) {
@@ -158,6 +166,7 @@ public final class ChangeFeed: Sendable {
                 deliver: { [self] event in
                     switch event {
                     case .notification(let note): push(Self.change(channel: note.channel, payload: note.payload))
+                    case .disconnected: push(.mayHaveMissedChanges(.connectionLost))
                     case .reconnected: push(.mayHaveMissedChanges(.reconnected))
                     }
                 })

@@ -102,6 +102,24 @@ public struct LedgerAudit: Sendable {
         }
     }
 
+    /// How many of `nonces` (signature nonces, UUID text) the tenant's issued-signature ledger does not hold; a
+    /// nonce that is not a UUID counts as missing.
+    public func signaturesMissing(tenant: String, nonces: [String]) async throws(StoreError) -> Int {
+        let wellFormed = nonces.filter { UUID(uuidString: $0) != nil }
+        let malformed = nonces.count - wellFormed.count
+        let missing = try await readOnly { connection in
+            let rows = try await connection.query(
+                """
+                SELECT count(*)::bigint FROM unnest(\(wellFormed)::uuid[]) AS n(nonce)
+                 WHERE NOT EXISTS (
+                       SELECT 1 FROM issued_signatures s JOIN tenants t ON t.tenant_id = s.tenant_id
+                        WHERE t.slug = \(tenant) AND s.nonce = n.nonce)
+                """)
+            return try rows.first.map { try $0.decode(Int.self, at: 0) } ?? 0
+        }
+        return missing + malformed
+    }
+
     private static func counts(_ rows: PostgresRows) throws -> [String: Int] {
         var out: [String: Int] = [:]
         for row in rows {

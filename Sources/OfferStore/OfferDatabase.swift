@@ -30,6 +30,17 @@ public struct OfferDatabase: Sendable {
         }
     }
 
+    /// The tables that would not be distributed by `tenant_id` if the schema were sharded by tenant (Citus; see
+    /// docs/scaling.md), with why: small tables looked up by something other than the tenant, which Citus keeps as
+    /// reference tables (a copy on every node, so their global unique keys still hold). Every other table's primary
+    /// key, foreign keys and unique keys lead with or include `tenant_id` (ShardabilityTests checks the migrated
+    /// schema, whoever adds a migration).
+    public static let referenceTables: [String: String] = [
+        "tenants": "a request names its tenant by slug (unique across tenants), before any tenant id is known",
+        "api_keys": "session.authenticate finds the tenant from the key's lookup (unique across tenants)",
+        "schema_migrations": "the migrator's own bookkeeping, one row per migration",
+    ]
+
     /// The schema migrations carried in this binary (generated from `migrations/` by `ops/gen-migrations`).
     static var migrations: [Migration] { EmbeddedMigrations.all }
 

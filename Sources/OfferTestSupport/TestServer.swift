@@ -112,19 +112,34 @@ actor Clusters {
 /// its stdin/stdout/stderr are files, never the test runner's.
 enum OpsPG {
     static func run(_ command: String, directory: String) async throws {
+        _ = try await run(script: "ops/pg", command, directory: directory, output: command == "start")
+    }
+
+    /// Runs `ops/<script> <command> <directory>` with `environment` added (`NAME=value` pairs); with `output`, its
+    /// stdout is returned (else discarded). Throws with the end of its stderr when it fails.
+    static func run(
+        script: String, _ command: String, directory: String, environment: [String: String] = [:],
+        output: Bool = false
+    ) async throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let script = PackagePaths.root.appendingPathComponent("ops/pg").path
-        let log = directory + "/ops-pg.log"
+        let path = PackagePaths.root.appendingPathComponent(script).path
+        let name = (script as NSString).lastPathComponent
+        let log = directory + "/ops-\(name).log"
         // `start` prints the conninfo: keep it beside the cluster.
-        let out = command == "start" ? directory + "/conninfo" : "/dev/null"
+        let out = output ? directory + "/conninfo" : "/dev/null"
         let closeAll = #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done 2>/dev/null; "#
-        let inner = closeAll + "exec /bin/bash \(quoted(script)) \(quoted(command)) \(quoted(directory))"
+        let assignments = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\(quoted($0.value)) " }.joined()
+        let inner =
+            closeAll + "exec env \(assignments)/bin/bash \(quoted(path)) \(quoted(command)) \(quoted(directory))"
         let line = "/bin/bash -c \(quoted(inner)) </dev/null >\(quoted(out)) 2>\(quoted(log))"
         let status = await system(onDedicatedThread: line)
         guard status == 0 else {
             let tail = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").suffix(2000)
-            throw TestCommandError("ops/pg \(command) \(directory) failed with status \(status): \(tail)")
+            throw TestCommandError("\(script) \(command) \(directory) failed with status \(status): \(tail)")
         }
+        guard output else { return "" }
+        return ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     static func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }

@@ -14,8 +14,8 @@
 //   (exact), UUID, Date (timestamptz), Data/[UInt8] (bytea), `PostgresJSON`, arrays ([String], [Int64], … and
 //   their optional-element forms), Optional.
 // - `PostgresRows`/`PostgresRow`: results copied out of libpq (Sendable).
-// - `PostgresListener`: LISTEN on a dedicated thread, auto-reconnect + re-LISTEN, `.reconnected` marker; `run(…)`
-//   hands events straight to the caller (OfferStore's `ChangeFeed` buffers them without ever dropping silently).
+// - `PostgresListener`: LISTEN on a dedicated thread, auto-reconnect + re-LISTEN (to the new primary with a multi-host
+//   conninfo), `.disconnected` and `.reconnected` markers; `run(…)` hands events straight to the caller (OfferStore's `ChangeFeed` buffers them without ever dropping silently).
 // - `Migration`/`Migrator`: versioned SQL migrations under a session advisory lock.
 // - `PostgresError`: the module's one error type (kind, SQLSTATE, constraint, redacted description).
 //

@@ -79,7 +79,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// Whether running the same work again (on a fresh transaction/connection) may succeed: serialization
     /// failure (40001), deadlock (40P01), connection failures (08xxx, broken connections), admin shutdown (57P01),
-    /// crash shutdown (57P02), cannot-connect-now (57P03), and pool timeouts.
+    /// crash shutdown (57P02), cannot-connect-now (57P03), a read-only transaction on a server that is not (or no
+    /// longer) the primary (25006, e.g. during a failover), and pool timeouts.
     public var isRetryable: Bool {
         switch kind {
         case .connection, .poolTimeout: return true
@@ -102,7 +103,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     /// A unique violation (SQLSTATE 23505); `constraint` names the index.
     public var isUniqueViolation: Bool { sqlState == "23505" }
 
-    static let retryableStates: Set<String> = ["40001", "40P01", "57P01", "57P02", "57P03"]
+    static let retryableStates: Set<String> = ["40001", "40P01", "57P01", "57P02", "57P03", "25006"]
 
     public var description: String {
         var parts = ["PostgresError(\(kindName)"]

@@ -25,13 +25,19 @@ public struct PostgresNotification: Sendable, Hashable {
 /// What a listener delivers.
 public enum PostgresListenerEvent: Sendable, Hashable {
     case notification(PostgresNotification)
+    /// The connection was lost (the server went away, restarted or failed over); the listener keeps trying to
+    /// reconnect. From here until `.reconnected`, notifications may be missed: nothing they keep fresh is provably
+    /// current any more.
+    case disconnected
     /// The connection was lost and re-established (all channels LISTENed again). Notifications sent while it was
     /// down are lost: invalidate whatever they keep fresh.
     case reconnected
 }
 
 /// LISTENs on channels over a dedicated connection driven by its own thread (`poll` on `PQsocket`, then
-/// `PQconsumeInput`/`PQnotifies`); reconnects and re-LISTENs by itself after the server restarts.
+/// `PQconsumeInput`/`PQnotifies`); reconnects and re-LISTENs by itself after the server restarts. With a multi-host
+/// conninfo (`host=a,b target_session_attrs=read-write`) each reconnect finds the current primary, so it follows a
+/// failover: NOTIFY is delivered only to listeners on the server that committed the change.
 public final class PostgresListener: Sendable {
     /// Notifications and reconnect markers, in order. Ends after `stop()`.
     public let events: AsyncStream<PostgresListenerEvent>
@@ -227,6 +233,7 @@ final class ListenerCore: Sendable {
             if ready > 0, PQconsumeInput(live) == 0 {
                 PQfinish(live)
                 conn = nil
+                deliver(.disconnected)
                 continue
             }
             while let notify = PQnotifies(live) {
@@ -240,6 +247,7 @@ final class ListenerCore: Sendable {
             if PQstatus(live) != CONNECTION_OK {
                 PQfinish(live)
                 conn = nil
+                deliver(.disconnected)
             }
         }
         if let conn { PQfinish(conn) }

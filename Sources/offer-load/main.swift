@@ -20,7 +20,9 @@ let offerLoadCommand = CommandSpec(
         the admin API (OFFERGATE_ADMIN_KEY) under a fresh tenant per run, unless --reuse FILE points at a fixture
         saved earlier with --save-fixture. After a redemption scenario the invariants are checked through the
         admin API and, with --database-url, read-only SQL: successes acknowledged == redemptions recorded, never
-        above a limit, no one-time code redeemed twice, no idempotency key with two redemptions.
+        above a limit, no one-time code redeemed twice, no idempotency key with two redemptions (and, with
+        --replay-check, every acknowledged redemption replays). After sign with --database-url, every answered
+        signature must be in the issued-signature ledger.
         Exit status: 0 done, 1 runtime failure (connect, setup, database), 2 invariant breach, 64 usage error.
         stdout carries the summary (or the JSON report with --json) and nothing else; progress goes to stderr.
         """,
@@ -38,6 +40,10 @@ let offerLoadCommand = CommandSpec(
         .option("warmup", "S", "Seconds at the start excluded from the figures (default: 0)"),
         .option("mix", "WEIGHTS", "Weights of the mixed scenario, e.g. best=70,sign=20,redeem-hot=10"),
         .option("timeout", "S", "Seconds one call may take before it counts as a transport error", default: "60"),
+        .option(
+            "retry-unavailable", "S",
+            "Closed loop: send a request answered -32050 again, unchanged (same idempotency key), for up to S seconds "
+                + "after its first send (riding out a database failover)"),
         .option("admin-key", "KEY", "Admin API key for the setup and the checks", environment: "OFFERGATE_ADMIN_KEY"),
         .option("tenant", "SLUG", "Slug of the tenant to create (default: load-<run tag>)"),
         .option("products", "N", "Products in the synthetic catalog", default: "20"),
@@ -54,6 +60,10 @@ let offerLoadCommand = CommandSpec(
             environment: "DATABASE_URL"),
         .option("report", "FILE", "Also write a self-contained HTML report (charts as inline SVG)"),
         .flag("json", "Print the report as JSON on stdout instead of the summary"),
+        .flag(
+            "replay-check",
+            "After a redemption run, send every acknowledged redemption again with its idempotency key: each must "
+                + "answer the same redemption, replayed"),
         .flag("setup-only", "Set the data up (and save it with --save-fixture), then exit without load"),
         .flag("quiet", "No progress messages on stderr"),
     ],
@@ -86,7 +96,8 @@ func parseInvocation(_ parsed: ParsedCommand) throws -> Invocation {
         targets: parsed.values("connect"), connections: try parsed.integer("connections", in: 1...100_000),
         depth: try parsed.integer("depth", in: 1...100_000), rate: rate, duration: try parsed.seconds("duration"),
         requests: try parsed.integer("requests", in: 1...Int.max), warmup: try parsed.seconds("warmup"),
-        maxInFlight: try parsed.integer("max-in-flight", in: 1...1_000_000))
+        maxInFlight: try parsed.integer("max-in-flight", in: 1...1_000_000),
+        retryUnavailable: try parsed.seconds("retry-unavailable"))
     if let slug = parsed.value("tenant"),
         !(2...40).contains(slug.utf8.count)
             || !slug.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D })
@@ -261,6 +272,20 @@ func run(_ inv: Invocation) async throws -> Int32 {
             throw Failure("the invariant check needs --database-url (or DATABASE_URL) or the admin key")
         }
         invariants = ledger.check()
+        if parsed.flag("replay-check") {
+            say("replaying \(result.redemptions.count) acknowledged redemptions with their idempotency keys")
+            let breaches = try await ReplayCheck.run(
+                acknowledged: result.redemptions, request: request, connector: connector,
+                address: inv.plan.targets[0])
+            invariants = invariants?.adding(checked: [ReplayCheck.invariant], breaches: breaches)
+        }
+    }
+    if let setup, inv.scenario.kinds.contains(.sign), let ledgerReader {
+        let missing = try await ledgerReader.signaturesMissing(tenant: setup.tenant, nonces: result.signatureNonces)
+        let base = invariants ?? InvariantReport(checked: [], breaches: [])
+        invariants = base.adding(
+            checked: ["every answered signature (\(result.signatureNonces.count)) in the issued-signature ledger"],
+            breaches: missing == 0 ? [] : [.signatureNotRecorded(count: missing)])
     }
     let report = RunReport(scenario: inv.scenario.name, plan: inv.plan, result: result, invariants: invariants)
     Console.out(parsed.flag("json") ? report.json() + "\n" : SummaryRenderer.render(report))

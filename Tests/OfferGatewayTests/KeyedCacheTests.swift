@@ -60,6 +60,31 @@ import Testing
         #expect(try await cache.value(for: "a") { counter.next() } == 3)
     }
 
+    @Test func whileSuspendedNothingIsKeptAndALoadInFlightAtResumeIsNotKeptEither() async throws {
+        let cache = KeyedCache<String, Int>()
+        let counter = Counter()
+        #expect(try await cache.value(for: "a") { counter.next() } == 1)
+        // The change feed lost its connection: drop everything, keep nothing loaded or put meanwhile.
+        cache.invalidateAll(keepingNew: false)
+        #expect(cache.cached("a") == nil)
+        #expect(try await cache.value(for: "a") { counter.next() } == 2)
+        #expect(try await cache.value(for: "a") { counter.next() } == 3)
+        cache.put(9, for: "b")
+        #expect(cache.count == 0)
+        // A load that started while suspended and ends after the feed is back was read before it listened again.
+        let late = try await cache.value(for: "a") {
+            cache.invalidateAll()
+            return counter.next()
+        }
+        #expect(late == 4)
+        #expect(cache.count == 0)
+        // Back to normal: loads are kept again.
+        #expect(try await cache.value(for: "a") { counter.next() } == 5)
+        #expect(try await cache.value(for: "a") { counter.next() } == 5)
+        cache.put(9, for: "b")
+        #expect(cache.cached("b") == 9)
+    }
+
     @Test func aValueLoadedAcrossAnInvalidationIsReturnedButNotKept() async throws {
         let cache = KeyedCache<String, Int>()
         // The invalidation lands while the load is in flight (e.g. a NOTIFY for a change the load may have missed).

@@ -8,11 +8,15 @@ import Testing
 @testable import OfferGateway
 @testable import OfferStore
 
-/// A redemption storm that keeps going until told to stop, recording what clients saw. Transport failures (the
-/// gateway died) end a connection's loop; RPC errors are counted by code.
+/// A redemption storm that keeps going until told to stop, recording what clients saw. Every request carries an
+/// idempotency key (`<prefix>-k<n>` for customer `<prefix>-<n>`). Transport failures (the gateway died) end a
+/// connection's loop; RPC errors are counted by code. With `retryUnavailable`, a request answered -32050 is sent
+/// again unchanged, as a client riding out a database failover does (each -32050 is still counted).
 final class RedemptionStorm: Sendable {
     struct Seen: Sendable {
         var successes: [String] = []
+        /// Acknowledged redemptions by request number `n`: the redemption id.
+        var acknowledged: [Int: String] = [:]
         var errors: [Int: Int] = [:]
         var transportFailures = 0
     }
@@ -30,8 +34,13 @@ final class RedemptionStorm: Sendable {
 
     var successes: Int { seen.withLock { $0.successes.count } }
 
+    /// The params of request `n`.
+    func params(code: String, _ n: Int) -> JSONValue {
+        ["code": .string(code), "customerId": .string("\(prefix)-\(n)"), "idempotencyKey": .string("\(prefix)-k\(n)")]
+    }
+
     /// Runs `connections` loops on `socket` until `stop()` (or the gateway dies).
-    func run(socket: String, apiKey: String, code: String, connections: Int) async {
+    func run(socket: String, apiKey: String, code: String, connections: Int, retryUnavailable: Bool = false) async {
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<connections {
                 group.addTask {
@@ -46,12 +55,22 @@ final class RedemptionStorm: Sendable {
                     while !self.stopped.load(ordering: .relaxed) {
                         let n = self.nextCustomer.wrappingAdd(1, ordering: .relaxed).oldValue
                         do {
-                            let result = try await client.call(
-                                method: "codes.redeem",
-                                params: ["code": .string(code), "customerId": .string("\(self.prefix)-\(n)")],
-                                timeout: .seconds(20))
-                            if let id = result["redemptionId"]?.stringValue {
-                                self.seen.withLock { $0.successes.append(id) }
+                            var answer: JSONValue?
+                            while answer == nil {
+                                do {
+                                    answer = try await client.call(
+                                        method: "codes.redeem", params: self.params(code: code, n),
+                                        timeout: .seconds(20))
+                                } catch let error as RPCError where error.code == -32050 && retryUnavailable {
+                                    self.seen.withLock { $0.errors[error.code, default: 0] += 1 }
+                                    try await Task.sleep(for: .milliseconds(20))
+                                }
+                            }
+                            if let id = answer?["redemptionId"]?.stringValue {
+                                self.seen.withLock {
+                                    $0.successes.append(id)
+                                    $0.acknowledged[n] = id
+                                }
                             }
                         } catch let error as RPCError {
                             self.seen.withLock { $0.errors[error.code, default: 0] += 1 }

@@ -63,9 +63,10 @@ final class RedemptionGateways: Sendable {
         self.sockets = sockets
     }
 
-    static func start(url: String, count: Int = 1, poolSize: Int = 8, clock: (@Sendable () -> Date)? = nil)
-        async throws -> RedemptionGateways
-    {
+    static func start(
+        url: String, count: Int = 1, poolSize: Int = 8, clock: (@Sendable () -> Date)? = nil,
+        logger: Logger = Logger(level: .error)
+    ) async throws -> RedemptionGateways {
         let sealer = KeySealer(keyring: MasterKeyring(current: try MasterKey.generate()))
         var services: [GatewayService] = []
         var sockets: [String] = []
@@ -77,7 +78,7 @@ final class RedemptionGateways: Sendable {
             if let clock { options.clock = clock }
             let service = try GatewayService(
                 database: database, sealer: sealer, options: options, rpc: RPCServerConfiguration(),
-                logger: Logger(level: .error))
+                logger: logger)
             let socket = RedemptionSupport.socketPath()
             _ = try await service.start(listen: [try ListenAddress(parsing: "unix:" + socket)])
             services.append(service)

@@ -55,7 +55,7 @@ final class CustomerCache: Sendable {
         cache.invalidate(CustomerKey(tenant: tenant, customerId: customerId))
     }
 
-    func invalidateAll() { cache.invalidateAll() }
+    func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
 }
 
 /// A tenant's catalog as loaded at one time (a reference, like ``TransactionsSnapshot``), with its best-offer
@@ -104,7 +104,7 @@ final class CatalogCache: Sendable {
     func catalog(_ tenant: UUID) async throws -> Catalog { try await snapshot(tenant).catalog }
 
     func invalidate(_ tenant: UUID) { cache.invalidate(tenant) }
-    func invalidateAll() { cache.invalidateAll() }
+    func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
     var count: Int { cache.count }
 }
 
@@ -146,7 +146,7 @@ final class SignerCache: Sendable {
     }
 
     func invalidate(_ tenant: UUID) { cache.invalidate(tenant) }
-    func invalidateAll() { cache.invalidateAll() }
+    func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
 }
 
 /// Tenants by slug. Tenants are never renamed or deleted, so found tenants are kept until their settings change
@@ -177,7 +177,7 @@ final class TenantDirectory: Sendable {
         bySlug.invalidateAll()
     }
 
-    func invalidateAll() { bySlug.invalidateAll() }
+    func invalidateAll(keepingNew: Bool = true) { bySlug.invalidateAll(keepingNew: keepingNew) }
 }
 
 /// The campaign behind each custom (vanity) code. A code never changes campaign, and the parts of a campaign that
@@ -202,7 +202,7 @@ final class CustomCodeCache: Sendable {
         return found
     }
 
-    func invalidateAll() { cache.invalidateAll() }
+    func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
 }
 
 /// Every cache of one gateway process, and the one place that drops their entries after a change.
@@ -250,12 +250,16 @@ final class GatewayCaches: Sendable {
         customers.invalidate(tenant, customerId)
     }
 
-    /// Drops everything that can change (after the change feed may have missed events).
-    func invalidateAll() {
-        tenants.invalidateAll()
-        catalogs.invalidateAll()
-        signers.invalidateAll()
-        customers.invalidateAll()
-        customCodes.invalidateAll()
+    /// Drops everything that can change (after the change feed may have missed events). With `keepingNew` false
+    /// (the feed lost its connection) nothing is kept from then on either, until the next `invalidateAll()`: while
+    /// no announcement can reach this process, no cached value is provably current, so every request reads the
+    /// database (and gets -32050 while it is unreachable). Remembered `offers.best` answers need the very snapshots
+    /// they were made from, so none is served meanwhile either.
+    func invalidateAll(keepingNew: Bool = true) {
+        tenants.invalidateAll(keepingNew: keepingNew)
+        catalogs.invalidateAll(keepingNew: keepingNew)
+        signers.invalidateAll(keepingNew: keepingNew)
+        customers.invalidateAll(keepingNew: keepingNew)
+        customCodes.invalidateAll(keepingNew: keepingNew)
     }
 }

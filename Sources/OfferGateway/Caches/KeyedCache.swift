@@ -22,6 +22,9 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// Insertion order, for eviction when a capacity is set (may hold keys already gone).
         var order: [Key] = []
         var orderStart = 0
+        /// False between `invalidateAll(keepingNew: false)` and the next `invalidateAll()`: loads are still shared
+        /// but nothing is kept (nothing loaded meanwhile is provably current).
+        var keeping = true
     }
 
     private enum Lookup {
@@ -60,7 +63,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             state.withLock { s in
                 guard s.flights[key]?.id == id else { return }  // invalidated meanwhile: not kept
                 s.flights[key] = nil
-                store(&s, key, loaded)
+                if s.keeping { store(&s, key, loaded) }
             }
             return loaded
         } catch {
@@ -91,12 +94,15 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
-    func invalidateAll() {
+    /// Drops every value and every load in flight. With `keepingNew` false, nothing loaded or put from now on is kept
+    /// either, until the next `invalidateAll()` (with `keepingNew` true) drops what was in flight again and resumes.
+    func invalidateAll(keepingNew: Bool = true) {
         state.withLock { s in
             s.values.removeAll()
             s.flights.removeAll()
             s.order.removeAll()
             s.orderStart = 0
+            s.keeping = keepingNew
         }
     }
 
@@ -107,5 +113,9 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Caches a value computed elsewhere. Unlike a load, it is kept even if its key was invalidated meanwhile:
     /// only for values that carry their own validity (see `DecisionMemo`).
-    func put(_ value: Value, for key: Key) { state.withLock { s in store(&s, key, value) } }
+    func put(_ value: Value, for key: Key) {
+        state.withLock { s in
+            if s.keeping { store(&s, key, value) }
+        }
+    }
 }

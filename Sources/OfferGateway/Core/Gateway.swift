@@ -118,8 +118,9 @@ public final class Gateway: RPCHandler {
         services.caches.invalidate(tenant: tenant, customerId: customerId)
     }
 
-    /// Drops every cached value that can change (after the change feed may have missed events).
-    public func invalidateAll() {
-        services.caches.invalidateAll()
+    /// Drops every cached value that can change (after the change feed may have missed events). With `keepingNew`
+    /// false (the feed lost its connection) nothing new is kept until the next `invalidateAll()` either.
+    public func invalidateAll(keepingNew: Bool = true) {
+        services.caches.invalidateAll(keepingNew: keepingNew)
     }
 }

@@ -170,6 +170,10 @@ public final class GatewayService: Sendable {
         case .mayHaveMissedChanges(let reason):
             switch reason {
             case .started: break
+            case .connectionLost:
+                logger.warning("change feed lost its connection; serving nothing from caches until it is back")
+                gateway.invalidateAll(keepingNew: false)
+                return
             case .reconnected: logger.warning("change feed reconnected; dropping every cache")
             case .overflow: logger.warning("change feed overflowed (caches fell behind); dropping every cache")
             case .unrecognised: logger.warning("change feed carried an unrecognised change; dropping every cache")

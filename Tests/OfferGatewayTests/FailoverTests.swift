@@ -1,0 +1,135 @@
+import Foundation
+import JSONRPC
+import OfferTestSupport
+import Testing
+
+@testable import OfferGateway
+@testable import OfferStore
+
+/// Two gateways on a highly available PostgreSQL (pg_auto_failover: a primary and a synchronous standby, through
+/// `ops/ha`), reached with a multi-host URL (`target_session_attrs=read-write`). The primary's postmaster is
+/// SIGKILLed during a redemption storm whose clients retry -32050 with the same idempotency key, as clients riding
+/// out a failover do. Nothing is restarted: the gateways' pools and change feeds find the new primary by themselves.
+@Suite("Gateways follow the primary through a failover", .serialized)
+struct FailoverTests {
+    @Test func aKilledPrimaryLosesNoAcknowledgedRedemptionAndCachesFollowTheNewPrimary() async throws {
+        let formation = try await HAFormation.start(name: "ha-failover")
+        do {
+            try await Self.stormThroughAFailover(formation)
+            try await formation.destroy()
+        } catch {
+            try? await formation.destroy()
+            throw error
+        }
+    }
+
+    static func stormThroughAFailover(_ formation: HAFormation) async throws {
+        // The gateways' log is kept (every -32050 of the outage is logged as a failed request) and read below.
+        let log = MemoryLogSink()
+        let gateways = try await RedemptionGateways.start(
+            url: formation.url, count: 2, poolSize: 6, logger: Logger(level: .warning, sink: log))
+        do {
+            try await stormThroughAFailover(formation, gateways)
+            // Each gateway's change feed saw the loss and listened again on the new primary.
+            #expect(log.all.filter { $0.contains("change feed reconnected") }.count >= 2)
+            await gateways.shutdown()
+        } catch {
+            await gateways.shutdown()
+            throw error
+        }
+    }
+
+    static func stormThroughAFailover(_ formation: HAFormation, _ gateways: RedemptionGateways) async throws {
+        let admin = try await gateways.client(0)
+        defer { admin.close() }
+        let apiKey = try await RedemptionSupport.seedTenant(admin, slug: "ha")
+        let limit = 300
+        _ = try await admin.call(
+            method: "campaigns.create",
+            params: [
+                "tenant": "ha", "campaignId": "c", "offerId": "code1", "kind": "custom", "code": "FAILOVER",
+                "totalLimit": .int(limit),
+            ])
+        let database = try gateways.database()
+        defer { Task { await database.pool.close() } }
+        let tenant = try #require(try await database.tenants.find(slug: "ha"))
+        // The second gateway holds the tenant's catalog in memory before the failure.
+        let secondAdmin = try await gateways.client(1)
+        defer { secondAdmin.close() }
+        let second = gateways.services[1].gateway.services.caches
+        _ = try await secondAdmin.call(method: "catalog.get", params: ["tenant": "ha"])
+        #expect(second.catalogs.cachedSnapshot(tenant.id) != nil)
+
+        let storm = RedemptionStorm(prefix: "f")
+        async let done1: Void = storm.run(
+            socket: gateways.sockets[0], apiKey: apiKey, code: "FAILOVER", connections: 8, retryUnavailable: true)
+        async let done2: Void = storm.run(
+            socket: gateways.sockets[1], apiKey: apiKey, code: "FAILOVER", connections: 8, retryUnavailable: true)
+        // Every connection authenticated (which needs the database) and some redemptions were acknowledged.
+        let started = await eventually(timeout: .seconds(30)) {
+            storm.successes >= 40 && storm.ready.load(ordering: .relaxed) == 16
+        }
+        try await formation.killPrimary()
+        let beforeRecovery = storm.successes
+        // The standby is promoted; the gateways carry on by themselves until the limit is reached.
+        let exhausted = await eventually(timeout: .seconds(60)) {
+            storm.seen.withLock { ($0.errors[-32041] ?? 0) >= 16 }
+        }
+        storm.stop()
+        _ = await (done1, done2)
+        #expect(started)
+        #expect(exhausted)
+        let seen = storm.seen.withLock { $0 }
+        #expect(seen.successes.count > beforeRecovery, "redemptions went on after the failover")
+        #expect(seen.transportFailures == 0)
+        #expect(Set(seen.errors.keys).isSubset(of: [-32050, -32041]))
+
+        // Every acknowledged redemption is durable and replays with its idempotency key; the limit holds exactly
+        // (every request got a definite answer, so acknowledgements and rows agree).
+        let rows = try await RedemptionRows.read(database, campaignId: "c")
+        let stored = Set(
+            try await database.pool.query("SELECT redemption_id::text FROM redemptions").map {
+                try $0.decode(String.self, at: 0)
+            })
+        #expect(Set(seen.acknowledged.values).isSubset(of: stored))
+        #expect(rows.live == rows.counter)
+        #expect(rows.live == limit)
+        #expect(Set(seen.acknowledged.values).count == limit)
+        let replayer = try await gateways.client(1, apiKey: apiKey)
+        defer { replayer.close() }
+        var replayMismatches = 0
+        for (n, id) in seen.acknowledged {
+            let replay = try await replayer.call(method: "codes.redeem", params: storm.params(code: "FAILOVER", n))
+            if replay["redemptionId"]?.stringValue != id || replay["replayed"]?.boolValue != true {
+                replayMismatches += 1
+            }
+        }
+        #expect(replayMismatches == 0)
+
+        // The change feeds listen on the new primary: the second gateway keeps the catalog in memory again (it
+        // keeps nothing while its feed is disconnected), and a change made through the first one reaches it.
+        let cachingAgain = await eventually(timeout: .seconds(30)) {
+            _ = try? await secondAdmin.call(method: "catalog.get", params: ["tenant": "ha"])
+            return second.catalogs.cachedSnapshot(tenant.id) != nil
+        }
+        #expect(cachingAgain)
+        _ = try await admin.call(
+            method: "catalog.upsert",
+            params: [
+                "tenant": "ha", "groups": [], "products": [],
+                "offers": [
+                    [
+                        "id": "after-failover", "type": "code", "productId": "p1", "paymentMode": "freeTrial",
+                        "period": "P1W",
+                    ]
+                ],
+            ])
+        let reached = await eventually(timeout: .seconds(10)) {
+            let offers = second.catalogs.cachedSnapshot(tenant.id)?.catalog.offers.map(\.id)
+            guard offers == nil || offers?.contains("after-failover") == true else { return false }
+            let fresh = try? await secondAdmin.call(method: "catalog.get", params: ["tenant": "ha"])
+            return fresh.map { "\($0)".contains("after-failover") } ?? false
+        }
+        #expect(reached, "the catalog change made after the failover reached the other gateway")
+    }
+}
