@@ -49,7 +49,8 @@ let package = Package(
             name: "OfferGateway",
             dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics", "HTTPServer"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics"]),
+        .target(
+            name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(

@@ -95,6 +95,31 @@ struct HTTPTests {
         }
     }
 
+    @Test("the backends of docs/clients.md: Python's urllib and Node.js's fetch get the best offer over /v1/rpc")
+    func documentedClients() async throws {
+        try await Self.withTenant { gw, admin, key in
+            let expected = try await admin.call(
+                method: "offers.best", params: ["tenant": "web-app", "customerId": "docs-1", "productId": "monthly"])
+            let offerId = try #require(expected["offer"]?["offerId"]?.stringValue)
+            let environment = ChildProcess.environment(adding: ["OFFERGATE_URL": gw.httpBase, "OFFERGATE_API_KEY": key])
+            let docs = PackagePaths.root.appendingPathComponent("docs/clients")
+            let node = try #require(
+                ["/usr/bin/node", "/usr/local/bin/node"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                "Node.js is missing: ops/deps installs nodejs")
+            for (program, script) in [
+                (try venvPython(), "python_backend.py"), (node, "node_backend.mjs"),
+            ] {
+                let run = try await ChildProcess.run(
+                    program, [docs.appendingPathComponent(script).path, "docs-1", "monthly"], environment: environment)
+                #expect(run.status == 0, "\(script): \(run)")
+                let first = run.stdout.split(separator: "\n").first.map(String.init) ?? ""
+                let answer = try JSONParsing.parse(first)
+                #expect(answer["offer"]?.stringValue == offerId, "\(script): \(run.stdout)")
+                #expect(answer["displayText"]?.stringValue == expected["offer"]?["displayText"]?.stringValue)
+            }
+        }
+    }
+
     @Test("hostile HTTP: clean 4xx or a closed connection, the gateway alive, nothing stored")
     func hostile() async throws {
         var http = HTTPServerConfiguration()
