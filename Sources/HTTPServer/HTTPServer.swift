@@ -1,6 +1,7 @@
 // HTTP/1.1 on GNU libmicrohttpd: its epoll threads do all socket IO and parsing; complete requests go to Swift tasks.
 import CMicroHTTPD
 import Dispatch
+import Foundation
 import JSONRPC
 import Synchronization
 
@@ -84,7 +85,16 @@ public final class HTTPServer: Sendable {
         // their connections, so no connection is left suspended when its daemon stops.
         for listener in listeners { listener.cancelHandlers() }
         for listener in listeners { _ = await listener.handlersRunning.waitForZero(until: .now + .seconds(1)) }
-        for listener in listeners { listener.stop() }
+        // MHD_stop_daemon joins libmicrohttpd's threads: a blocking call, so it runs on a thread of its own, never on
+        // the cooperative pool.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let thread = Thread {
+                for listener in listeners { listener.stop() }
+                continuation.resume()
+            }
+            thread.name = "http-shutdown"
+            thread.start()
+        }
         state.withLock { $0.finished = true }
         configuration.logger?(.shutdownFinished(forcedRequests: forced))
     }
