@@ -42,7 +42,9 @@ struct HTTPServerTests {
             return .json(all ? 200 : 503, Array(request.path.utf8))
         }
         guard case .tcp(let host, let port) = try server.listen(.tcp(host: "127.0.0.1", port: 0)) else { return }
-        let connections = try (0..<20).map { _ in try HTTPConnection(HTTPEndpoint(baseURL: "http://\(host):\(port)")) }
+        let connections = try (0..<20).map { _ in
+            try HTTPConnection(HTTPEndpoint(baseURL: "http://\(host):\(port)"), timeout: .seconds(120))
+        }
         try await withThrowingTaskGroup(of: Int.self) { group in
             for (i, connection) in connections.enumerated() {
                 group.addTask { try await connection.send("GET", "/r\(i)").status }
@@ -72,7 +74,7 @@ struct HTTPServerTests {
     func gracefulShutdown() async throws {
         let handler = Slow(delay: .milliseconds(800))
         let (server, base) = try Self.start(handler)
-        let connection = try HTTPConnection(HTTPEndpoint(baseURL: base))
+        let connection = try HTTPConnection(HTTPEndpoint(baseURL: base), timeout: .seconds(120))
         async let answer = connection.send("POST", "/inflight", body: Array("12345".utf8))
         // Shut down once the request is with the handler.
         #expect(await Self.eventually { handler.calls.load(ordering: .relaxed) == 1 })

@@ -9,8 +9,9 @@ import Testing
 @testable import OfferGateway
 
 /// The HTTP listener (API.md §9) against a running gateway, with real clients: curl, Python's urllib and
-/// http.client, libcurl.
-@Suite("HTTP listener")
+/// http.client, libcurl. Serialized: each test runs a gateway and external clients, and all of them at once at the
+/// start of a full run starve the busy machine's two-thread cooperative pool.
+@Suite("HTTP listener", .serialized)
 struct HTTPTests {
     /// A gateway with tenant `web-app` (standard catalog, a signing key): (gateway, admin client, tenant key).
     static func withTenant<T>(
