@@ -1,6 +1,7 @@
 // An HTTP/1.1 client on libcurl: one easy handle per connection, reused (keep-alive), on its own serial queue.
 import CCurl
 import Dispatch
+import Foundation
 import Synchronization
 
 /// A response as libcurl received it.
@@ -36,15 +37,16 @@ public struct HTTPEndpoint: Sendable, Hashable {
 }
 
 /// One HTTP connection: libcurl keeps it open between requests (keep-alive) and reconnects when the server closed
-/// it. Requests on one `HTTPConnection` run one at a time, in order, on its own serial queue: libcurl's blocking
-/// calls never run on Swift's cooperative pool.
+/// it. Requests on one `HTTPConnection` run one at a time, in order, on its own thread: libcurl's blocking calls
+/// never run on Swift's cooperative pool, nor on Dispatch's shared worker threads (a full test run showed that
+/// many connections blocked on Dispatch queues can starve the tasks that must answer them).
 ///
-/// `@unchecked Sendable`: the easy handle and the header list are used only on `queue` (and freed in `deinit`, when
-/// nothing can be using them).
+/// `@unchecked Sendable`: the easy handle is used only on `worker`'s thread (and freed in `deinit`, after the
+/// worker stopped).
 public final class HTTPConnection: @unchecked Sendable {
     public let endpoint: HTTPEndpoint
     private let handle: UnsafeMutableRawPointer
-    private let queue: DispatchQueue
+    private let worker = Worker()
     private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
     public init(_ endpoint: HTTPEndpoint, timeout: Duration = .seconds(30)) throws(HTTPClientError) {
@@ -52,7 +54,6 @@ public final class HTTPConnection: @unchecked Sendable {
         guard let handle = curl_easy_init() else { throw HTTPClientError(code: -1, message: "curl_easy_init failed") }
         self.handle = handle
         self.endpoint = endpoint
-        self.queue = DispatchQueue(label: "http-client")
         let millis =
             Int(timeout.components.seconds) * 1000 + Int(timeout.components.attoseconds / 1_000_000_000_000_000)
         _ = og_curl_set_long(handle, CURLOPT_TIMEOUT_MS, millis)
@@ -66,6 +67,7 @@ public final class HTTPConnection: @unchecked Sendable {
     }
 
     deinit {
+        worker.stop()
         curl_easy_cleanup(handle)
     }
 
@@ -74,7 +76,7 @@ public final class HTTPConnection: @unchecked Sendable {
         _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
     ) async throws -> HTTPClientResponse {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            worker.submit {
                 continuation.resume(with: Result { try self.sendBlocking(method, path, headers: headers, body: body) })
             }
         }
@@ -124,6 +126,46 @@ public final class HTTPConnection: @unchecked Sendable {
         }
         return HTTPClientResponse(
             status: og_curl_response_code(handle), headers: collector.headers, body: collector.body)
+    }
+}
+
+/// One thread running submitted jobs in order (a connection's blocking libcurl calls). Stops after `stop()`, once
+/// the jobs already submitted ran.
+private final class Worker: Sendable {
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+    private let available = DispatchSemaphore(value: 0)
+
+    init() {
+        // The thread holds the worker until `stop()` lets it return.
+        let thread = Thread { [self] in
+            while true {
+                self.available.wait()
+                let next = self.state.withLock { s -> (@Sendable () -> Void)?? in
+                    if s.jobs.isEmpty { return s.stopped ? .some(nil) : nil }
+                    return s.jobs.removeFirst()
+                }
+                guard let next else { continue }
+                guard let job = next else { return }
+                job()
+            }
+        }
+        thread.name = "http-client"
+        thread.start()
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        state.withLock { $0.jobs.append(job) }
+        available.signal()
+    }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+        available.signal()
     }
 }
 
