@@ -31,6 +31,11 @@ let offerLoadCommand = CommandSpec(
             "connect", "ADDR",
             "Gateway address, unix:/path or tcp:host:port; connections are spread round-robin over all of them",
             repeatable: true),
+        .option(
+            "http", "URL",
+            "Send the scenario's requests over HTTP, POST URL/v1/rpc (http://HOST:PORT, or unix:/path), with keep-alive "
+                + "and a Bearer key; repeatable (round-robin); --connect still serves setup and checks",
+            repeatable: true),
         .option("connections", "N", "Connections to open (default: 16)"),
         .option("depth", "N", "Requests in flight per connection, closed loop (default: 1)"),
         .option("rate", "R", "Target requests per second in total: open loop"),
@@ -229,10 +234,20 @@ func run(_ inv: Invocation) async throws -> Int32 {
             beforeAPI = try await apiStats(redeemCampaigns, tenant: setup.tenant, admin: admin)
         }
     }
-    let targets = inv.plan.targets.joined(separator: ", ")
+    let targets = (parsed.values("http").isEmpty ? inv.plan.targets : parsed.values("http")).joined(separator: ", ")
     say("running \(inv.scenario.name): \(ModelSummary(inv.plan).text) against \(targets)")
-    let connector = RPCLoadConnector(apiKey: setup?.apiKey, callTimeout: .milliseconds(Int64(inv.callTimeout * 1000)))
-    let result = try await LoadRunner(connector: connector).run(inv.plan, request: request)
+    let callTimeout = Duration.milliseconds(Int64(inv.callTimeout * 1000))
+    let overHTTP = parsed.values("http")
+    var plan = inv.plan
+    let connector: any LoadConnector
+    if overHTTP.isEmpty {
+        connector = RPCLoadConnector(apiKey: setup?.apiKey, callTimeout: callTimeout)
+    } else {
+        // The load goes to the HTTP listener; setup and the invariant checks stay on --connect.
+        plan.targets = overHTTP
+        connector = HTTPLoadConnector(apiKey: setup?.apiKey, callTimeout: callTimeout)
+    }
+    let result = try await LoadRunner(connector: connector).run(plan, request: request)
 
     var invariants: InvariantReport?
     if let setup, inv.scenario.redeems {
@@ -287,7 +302,7 @@ func run(_ inv: Invocation) async throws -> Int32 {
             checked: ["every answered signature (\(result.signatureNonces.count)) in the issued-signature ledger"],
             breaches: missing == 0 ? [] : [.signatureNotRecorded(count: missing)])
     }
-    let report = RunReport(scenario: inv.scenario.name, plan: inv.plan, result: result, invariants: invariants)
+    let report = RunReport(scenario: inv.scenario.name, plan: plan, result: result, invariants: invariants)
     Console.out(parsed.flag("json") ? report.json() + "\n" : SummaryRenderer.render(report))
     if let file = parsed.value("report") {
         do {
