@@ -221,6 +221,8 @@ final class GatewayCaches: Sendable {
     let decisions: DecisionMemo
     let displayTexts = DisplayTextCache()
     let customCodes = CustomCodeCache()
+    /// Retention Messaging settings per tenant.
+    let retention: RetentionSettingsCache
 
     init(database: OfferDatabase, sealer: KeySealer, options: GatewayOptions) {
         tenants = TenantDirectory(repository: database.tenants)
@@ -229,6 +231,7 @@ final class GatewayCaches: Sendable {
         customers = CustomerCache(
             repository: database.subscriptions, apple: database.appleData, capacity: options.customerCacheSize)
         decisions = DecisionMemo(capacity: options.decisionMemoSize)
+        retention = RetentionSettingsCache(repository: database.retention)
     }
 
     /// The tenant's catalog and the customer's transactions, from memory when both are there (the usual case: no
@@ -250,6 +253,7 @@ final class GatewayCaches: Sendable {
         tenants.invalidate(tenant)
         catalogs.invalidate(tenant)
         signers.invalidate(tenant)
+        retention.invalidate(tenant)
     }
 
     /// Drops one customer's transactions.
@@ -264,5 +268,6 @@ final class GatewayCaches: Sendable {
         signers.invalidateAll()
         customers.invalidateAll()
         customCodes.invalidateAll()
+        retention.invalidateAll()
     }
 }
