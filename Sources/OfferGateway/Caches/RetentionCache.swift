@@ -7,11 +7,14 @@ import Synchronization
 ///
 /// It also keeps the last settings it loaded for each tenant, whatever was invalidated since: when the database cannot
 /// be reached, an answer to Apple still needs the default message id, and an approved message id that was current a
-/// moment ago is a better answer than none (Apple would fall back to its own default).
+/// moment ago is a better answer than none (Apple would fall back to its own default). The same holds for the tenant
+/// itself (its bundle id and app Apple id verify Apple's request).
 final class RetentionSettingsCache: Sendable {
     private let repository: RetentionRepository
     private let cache = TenantCache<RetentionSettings?>()
     private let lastKnown = Mutex<[UUID: RetentionSettings?]>([:])
+    /// The tenants answered for, by slug, as last found (tenants are never renamed or deleted).
+    private let tenants = Mutex<[String: TenantRecord]>([:])
 
     init(repository: RetentionRepository) {
         self.repository = repository
@@ -28,6 +31,16 @@ final class RetentionSettingsCache: Sendable {
 
     /// The settings last loaded for the tenant, even if invalidated since (`.none`: never loaded here).
     func lastLoaded(_ tenant: UUID) -> RetentionSettings?? { lastKnown.withLock { $0[tenant] } }
+
+    /// Keeps `tenant` as the last one found under its slug.
+    func remember(_ tenant: TenantRecord) {
+        tenants.withLock { known in
+            if known[tenant.slug] != tenant { known[tenant.slug] = tenant }
+        }
+    }
+
+    /// The tenant last found under `slug` here, if any.
+    func lastTenant(slug: String) -> TenantRecord? { tenants.withLock { $0[slug] } }
 
     func invalidate(_ tenant: UUID) { cache.invalidate(tenant) }
     func invalidateAll() { cache.invalidateAll() }

@@ -172,11 +172,13 @@ struct RetentionService: Sendable {
     func answer(tenant slug: String, body: [UInt8], receivedAt: ContinuousClock.Instant = .now) async throws
         -> Outcome
     {
-        let tenant = try await caches.tenants.find(slug: slug)
+        let tenant = try await tenant(slug)
         let settings = try await settings(tenant)
         let signedPayload = try Self.signedPayload(body)
         let request = try apple.retentionRequest(signedPayload, tenant: tenant)
-        let deadline = receivedAt + .milliseconds(settings.budgetMs)
+        // The work stops a little before the budget ends, so the default message still gets out inside it.
+        let budget = Duration.milliseconds(settings.budgetMs)
+        let deadline = receivedAt + budget - min(.milliseconds(50), budget / 10)
         let decided = await Self.race(until: deadline) { [self] in
             try await decide(request, tenant: tenant, settings: settings)
         }
@@ -195,10 +197,26 @@ struct RetentionService: Sendable {
         let latency = ContinuousClock.now - receivedAt
         let outcome = Outcome(
             answer: decision.answer, fallbackReason: decision.reason, latency: latency,
-            withinBudget: latency <= .milliseconds(settings.budgetMs))
+            withinBudget: latency <= budget)
         stats.record(outcome)
         record(outcome, decision: decision, request: request, tenant: tenant)
         return outcome
+    }
+
+    /// The tenant; when the database cannot be reached, the one last found here.
+    private func tenant(_ slug: String) async throws -> TenantRecord {
+        do {
+            let found = try await caches.tenants.find(slug: slug)
+            caches.retention.remember(found)
+            return found
+        } catch let error as GatewayError {
+            if case .notFound = error { throw error }
+            guard let known = caches.retention.lastTenant(slug: slug) else { throw error }
+            return known
+        } catch {
+            guard let known = caches.retention.lastTenant(slug: slug) else { throw error }
+            return known
+        }
     }
 
     /// The tenant's settings; when the database cannot be reached, the ones last loaded here.
