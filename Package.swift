@@ -29,6 +29,9 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // <sys/epoll.h>, which Swift's Glibc module does not export (header only: glibc has the functions).
         .systemLibrary(name: "CEpoll"),
+        // MARK: HTTP (issue 13): libmicrohttpd serves, libcurl is the harness's and the tests' client
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // MARK: Adapters
         .target(name: "OfferCrypto", dependencies: ["CCrypto", "ByteCoding"]),
@@ -36,18 +39,22 @@ let package = Package(
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
         .target(name: "JSONRPC", dependencies: ["CEpoll", "CivilTime", "ByteCoding"]),
         .target(name: "CLIKit"),
+        // HTTP/1.1 listener on libmicrohttpd (ListenAddress and listening sockets come from JSONRPC) and HTTP client
+        // on libcurl.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSONRPC"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl"]),
 
         // MARK: Application
         .target(
             name: "OfferGateway",
-            dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics"]
+            dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics", "HTTPServer"]
         ),
         .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
             name: "offergate",
-            dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC"]),
+            dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC", "HTTPServer"]),
         .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
@@ -69,9 +76,11 @@ let package = Package(
             name: "OfferGatewayTests",
             dependencies: [
                 "OfferGateway", "JSONRPC", "OfferCrypto", "OfferStore", "OfferDomain", "Postgres", "OfferTestSupport",
+                "HTTPServer", "HTTPClient", "Metrics",
             ]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONRPC"]),
         .testTarget(
             name: "OfferLoadKitTests",
             dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport", "Metrics", "OfferCrypto"]),

@@ -134,6 +134,33 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     }
 
     func process(_ frame: [UInt8]) async -> [UInt8]? {
+        await RPCExchange.answer(
+            frame, handler: handler, session: session, connection: info, maxDepth: maxDepth, sendFrame: sendFrame)
+    }
+
+    static func frame(_ response: RPCResponse) -> [UInt8] { RPCExchange.frame(response) }
+}
+
+/// One frame in, its answer out, exactly as every transport does it: parse, classify, handle each request (a batch's
+/// concurrently), serialize. The socket and stdio dispatchers use it per line; the HTTP listener per request body.
+public enum RPCExchange {
+    /// The answer to `frame` (a request, a notification or a batch), `\n`-terminated; nil when it held only
+    /// notifications. `sendFrame` receives what handlers send back on their own (`RPCContext.notify`).
+    public static func answer<Handler: RPCHandler>(
+        _ frame: [UInt8], handler: Handler, session: Handler.Session, connection: ConnectionInfo,
+        maxDepth: Int = JSONParsing.defaultMaxDepth, sendFrame: @escaping @Sendable ([UInt8]) -> Void = { _ in }
+    ) async -> [UInt8]? {
+        func run(_ entry: RPCInbound.Entry) async -> RPCResponse? {
+            switch entry {
+            case .invalid(let invalid):
+                return RPCResponse(id: invalid.id ?? .null, result: .failure(invalid.error))
+            case .request(let request):
+                let context = RPCContext(connection: connection, requestID: request.id, sendFrame: sendFrame)
+                let result = await handler.handle(request, session: session, context: context)
+                guard let id = request.id else { return nil }
+                return RPCResponse(id: id, result: result)
+            }
+        }
         switch RPCInbound.classify(frame, maxDepth: maxDepth) {
         case .reject(let response):
             return Self.frame(response)
@@ -143,7 +170,7 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
         case .batch(let entries):
             let responses = await withTaskGroup(of: (Int, RPCResponse?).self) { group in
                 for (index, entry) in entries.enumerated() {
-                    group.addTask { (index, await self.run(entry)) }
+                    group.addTask { (index, await run(entry)) }
                 }
                 var collected = [RPCResponse?](repeating: nil, count: entries.count)
                 for await (index, response) in group { collected[index] = response }
@@ -158,18 +185,6 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             bytes.append(UInt8(ascii: "]"))
             bytes.append(0x0A)
             return bytes
-        }
-    }
-
-    func run(_ entry: RPCInbound.Entry) async -> RPCResponse? {
-        switch entry {
-        case .invalid(let invalid):
-            return RPCResponse(id: invalid.id ?? .null, result: .failure(invalid.error))
-        case .request(let request):
-            let context = RPCContext(connection: info, requestID: request.id, sendFrame: sendFrame)
-            let result = await handler.handle(request, session: session, context: context)
-            guard let id = request.id else { return nil }
-            return RPCResponse(id: id, result: result)
         }
     }
 

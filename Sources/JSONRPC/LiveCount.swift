@@ -2,8 +2,8 @@
 import Synchronization
 
 /// Counts live things (open connections, sessions still answering) and lets tasks wait, with a deadline, until
-/// none is left. The last `decrement()` resumes the waiters; nothing polls.
-final class LiveCount: Sendable {
+/// none is left. The last `decrement()` resumes the waiters; nothing polls. Public for the HTTP listener's shutdown.
+public final class LiveCount: Sendable {
     struct State {
         var count = 0
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -12,11 +12,13 @@ final class LiveCount: Sendable {
 
     let state = Mutex(State())
 
-    var value: Int { state.withLock { $0.count } }
+    public init() {}
 
-    func increment() { state.withLock { $0.count += 1 } }
+    public var value: Int { state.withLock { $0.count } }
 
-    func decrement() {
+    public func increment() { state.withLock { $0.count += 1 } }
+
+    public func decrement() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.count -= 1
             guard s.count <= 0 else { return [] }
@@ -27,7 +29,7 @@ final class LiveCount: Sendable {
     }
 
     /// Returns once the count is zero (at once if it is), or when the calling task is cancelled.
-    func waitForZero() async {
+    public func waitForZero() async {
         let token = state.withLock { s -> UInt64 in
             defer { s.nextToken += 1 }
             return s.nextToken
@@ -52,7 +54,7 @@ final class LiveCount: Sendable {
     }
 
     /// Returns whether the count reached zero before `deadline`.
-    func waitForZero(until deadline: ContinuousClock.Instant) async -> Bool {
+    public func waitForZero(until deadline: ContinuousClock.Instant) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await self.waitForZero()

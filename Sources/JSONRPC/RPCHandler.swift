@@ -30,6 +30,8 @@ public struct ConnectionInfo: Sendable, Hashable, CustomStringConvertible {
     /// The transport kind.
     public enum Transport: String, Sendable, Hashable {
         case stdio, unix, tcp
+        /// One HTTP request (`POST /v1/rpc`): a session lives for that request only.
+        case http
     }
 
     /// Unique per server process.

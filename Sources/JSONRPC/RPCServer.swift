@@ -197,9 +197,10 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
     }
 }
 
-enum ConnectionIDs {
+/// Connection ids, unique per process across every transport (the HTTP listener takes one per request).
+public enum ConnectionIDs {
     static let counter = Atomic<UInt64>(0)
-    static func next() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
+    public static func next() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
 }
 
 /// The loop-side owner of one server connection.

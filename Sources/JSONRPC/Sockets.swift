@@ -7,6 +7,18 @@ import CEpoll
     import Darwin
 #endif
 
+extension ListenAddress {
+    /// Binds and listens on this address (non-blocking, close-on-exec; a stale Unix socket file is replaced, a live
+    /// one refused; the file gets `permissions`): for listeners that take a ready socket, e.g. the HTTP one.
+    /// Returns the descriptor and the bound address (with the real port for `tcp:…:0`).
+    public func openListeningSocket(permissions: UInt32 = 0o660) throws(JSONRPCError) -> (
+        fd: Int32, bound: ListenAddress
+    ) {
+        let (fd, bound) = try SocketAddress.listen(self, permissions: mode_t(permissions))
+        return (fd, bound)
+    }
+}
+
 enum SocketAddress {
     static func isIPLiteral(_ host: String) -> Bool {
         var v4 = in_addr()

@@ -45,6 +45,21 @@ public struct OfferDatabase: Sendable {
         (try? await pool.query("SELECT 1", prepared: true)) != nil
     }
 
+    /// Whether the database answers and holds every migration this binary carries (for `/readyz`).
+    public func schemaState() async -> SchemaState {
+        guard await ping() else { return .databaseDown }
+        let applied: Set<Int>
+        do {
+            let rows = try await pool.query("SELECT version::int8 FROM schema_migrations")
+            applied = Set(try rows.map { try $0.decode(Int.self, at: 0) })
+        } catch {
+            // No migrations table yet (a database never migrated), or it went away meanwhile.
+            return await ping() ? .behind(missing: Self.migrations.map(\.version)) : .databaseDown
+        }
+        let missing = Self.migrations.map(\.version).filter { !applied.contains($0) }
+        return missing.isEmpty ? .current : .behind(missing: missing)
+    }
+
     /// The pool's counters now.
     public func stats() -> PoolStats {
         let s = pool.stats()
@@ -65,6 +80,14 @@ public struct OfferDatabase: Sendable {
     public var appleData: AppleDataRepository { AppleDataRepository(pool: pool) }
     public var signatures: SignatureLedger { SignatureLedger(pool: pool) }
     public var retention: RetentionRepository { RetentionRepository(pool: pool) }
+}
+
+/// What `OfferDatabase.schemaState()` found.
+public enum SchemaState: Sendable, Equatable {
+    case current
+    case databaseDown
+    /// Migrations this binary carries that the database has not applied.
+    case behind(missing: [Int])
 }
 
 /// A snapshot of the database pool's counters (for `system.stats`).

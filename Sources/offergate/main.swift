@@ -3,6 +3,7 @@
 import CLIKit
 import Dispatch
 import Foundation
+import HTTPServer
 import JSONRPC
 import OfferCrypto
 import OfferGateway
@@ -26,7 +27,8 @@ let databaseOptions: [OptionSpec] = [
 let serveSpec = CommandSpec(
     "serve", abstract: "Run the gateway.",
     discussion: """
-        Serves newline-delimited JSON-RPC 2.0 on stdin/stdout (--stdio) and/or on sockets (--listen, repeatable).
+        Serves newline-delimited JSON-RPC 2.0 on stdin/stdout (--stdio) and/or on sockets (--listen, repeatable),
+        and HTTP/1.1 (--http, repeatable: /livez, /readyz, /metrics, /v1/rpc, /v1/apple/{tenant}/...; see docs/http.md).
         Logs go to stderr as JSON lines. SIGTERM/SIGINT stop accepting, finish requests in flight (bounded by
         --shutdown-grace) and exit 0. The schema is migrated at start unless --no-migrate is given.
         Secrets come from the environment or files, never from flags: OFFERGATE_ADMIN_KEY (the operators' API key)
@@ -38,6 +40,16 @@ let serveSpec = CommandSpec(
         .flag("stdio", "Serve JSON-RPC on stdin/stdout."),
         .option(
             "listen", "ADDR", "Listen on unix:PATH or tcp:HOST:PORT (TCP defaults to 127.0.0.1).", repeatable: true),
+        .option(
+            "http", "ADDR", "Serve HTTP/1.1 on tcp:HOST:PORT (TCP defaults to 127.0.0.1) or unix:PATH.",
+            repeatable: true),
+        .option(
+            "http-idle-timeout", "SECONDS", "Close HTTP connections without traffic this long (whole seconds).",
+            default: "15"),
+        .option(
+            "http-request-timeout", "SECONDS",
+            "An HTTP request's headers and body must arrive within this time, else the connection is closed.",
+            default: "20"),
         .option("admin-key-file", "FILE", "Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY."),
         .option(
             "master-key-file", "FILE",
@@ -167,8 +179,15 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
             throw UsageError("--listen: \(error)", command: command.path)
         }
     }
-    guard stdio || !addresses.isEmpty else {
-        throw UsageError("say where to serve: --stdio and/or --listen ADDR", command: command.path)
+    let httpAddresses = try command.values("http").map { text in
+        do {
+            return try ListenAddress(parsing: text)
+        } catch {
+            throw UsageError("--http: \(error)", command: command.path)
+        }
+    }
+    guard stdio || !addresses.isEmpty || !httpAddresses.isEmpty else {
+        throw UsageError("say where to serve: --stdio, --listen ADDR and/or --http ADDR", command: command.path)
     }
     var rpc = RPCServerConfiguration()
     rpc.maxConnections = try command.integer("max-connections", in: 1...1_000_000) ?? rpc.maxConnections
@@ -176,6 +195,14 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     rpc.idleTimeout = idle > 0 ? idle : nil
     rpc.maxInFlightPerConnection = try command.integer("max-in-flight", in: 1...65_536) ?? rpc.maxInFlightPerConnection
     rpc.maxFrameBytes = try command.integer("frame-limit", in: 1_024...(256 << 20)) ?? rpc.maxFrameBytes
+    var http = HTTPServerConfiguration()
+    http.maxBodyBytes = rpc.maxFrameBytes
+    http.maxConnections = rpc.maxConnections
+    http.idleTimeoutSeconds = try command.integer("http-idle-timeout", in: 1...86_400) ?? http.idleTimeoutSeconds
+    http.requestTimeout = .milliseconds(Int((try command.seconds("http-request-timeout") ?? 20) * 1000))
+    guard http.requestTimeout > .zero else {
+        throw UsageError("--http-request-timeout must be more than 0", command: command.path)
+    }
     let poolSize = try command.integer("pool-size", in: 1...1_000) ?? 16
     let statementTimeout = Duration.milliseconds(try command.integer("statement-timeout", in: 0...86_400_000) ?? 30_000)
     let grace = try command.seconds("shutdown-grace") ?? 10
@@ -206,8 +233,9 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
         }
     }
     let service = try GatewayService(
-        database: database, sealer: KeySealer(keyring: keyring), options: options, rpc: rpc, logger: logger)
-    let bound = try await service.start(listen: addresses)
+        database: database, sealer: KeySealer(keyring: keyring), options: options, rpc: rpc, logger: logger,
+        http: http)
+    let bound = try await service.start(listen: addresses, http: httpAddresses)
     // Signing keys still sealed under a previous master key are re-sealed by the service as part of its lifetime.
     logger.info(
         "offergate started",
@@ -227,7 +255,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     }
     if stdio {
         await service.serveStdio()
-        if addresses.isEmpty {
+        if addresses.isEmpty && httpAddresses.isEmpty {
             // EOF on stdin: in-flight requests are finished; stop the rest.
             stopped.cancel()
             await service.shutdown(gracePeriod: gracePeriod)

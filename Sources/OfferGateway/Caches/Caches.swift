@@ -33,6 +33,8 @@ final class CustomerCache: Sendable {
     private let repository: SubscriptionRepository
     private let apple: AppleDataRepository
     private let cache: KeyedCache<CustomerKey, TransactionsSnapshot>
+    var lookupCount: CacheLookupCount { cache.lookupCount("customers") }
+    func recordHit() { cache.recordHit() }
 
     init(repository: SubscriptionRepository, apple: AppleDataRepository, capacity: Int) {
         self.repository = repository
@@ -89,6 +91,8 @@ final class CatalogCache: Sendable {
     private let repository: CatalogRepository
     private let tenants: TenantRepository
     private let cache = TenantCache<CatalogSnapshot>()
+    var lookupCount: CacheLookupCount { cache.lookupCount("catalogs") }
+    func recordHit() { cache.recordHit() }
 
     init(repository: CatalogRepository, tenants: TenantRepository) {
         self.repository = repository
@@ -131,6 +135,7 @@ final class SignerCache: Sendable {
     private let repository: SigningKeyRepository
     private let sealer: KeySealer
     private let cache = TenantCache<ActiveSigner?>()
+    var lookupCount: CacheLookupCount { cache.lookupCount("signers") }
 
     init(repository: SigningKeyRepository, sealer: KeySealer) {
         self.repository = repository
@@ -161,6 +166,7 @@ final class TenantDirectory: Sendable {
     private let repository: TenantRepository
     /// By slug. A `KeyedCache`, so a change announced while a tenant is being loaded is not lost.
     private let bySlug = KeyedCache<String, TenantRecord>()
+    var lookupCount: CacheLookupCount { bySlug.lookupCount("tenants") }
 
     init(repository: TenantRepository) {
         self.repository = repository
@@ -196,13 +202,18 @@ final class CustomCodeCache: Sendable {
     }
 
     private let cache = KeyedCache<Key, CodeLookup>(capacity: 10_000)
+    var lookupCount: CacheLookupCount { cache.lookupCount("custom_codes") }
 
     /// The cached lookup, else the repository's (kept when it is a custom code).
     func lookup(tenant: UUID, code: String, load: @Sendable () async throws -> CodeLookup?) async throws
         -> CodeLookup?
     {
         let key = Key(tenant: tenant, code: code)
-        if let cached = cache.cached(key) { return cached }
+        if let cached = cache.cached(key) {
+            cache.recordHit()
+            return cached
+        }
+        cache.recordMiss()
         let found = try await load()
         if let found, !found.oneTime { cache.put(found, for: key) }
         return found
@@ -240,11 +251,21 @@ final class GatewayCaches: Sendable {
         if let catalog = catalogs.cachedSnapshot(tenant),
             let transactions = customers.cachedSnapshot(tenant, customerId)
         {
+            catalogs.recordHit()
+            customers.recordHit()
             return (catalog, transactions)
         }
         async let catalog = catalogs.snapshot(tenant)
         async let transactions = customers.snapshot(tenant, customerId)
         return try await (catalog, transactions)
+    }
+
+    /// Every cache's hits, misses and entries (for the metrics).
+    var lookupCounts: [CacheLookupCount] {
+        [
+            tenants.lookupCount, catalogs.lookupCount, signers.lookupCount, customers.lookupCount,
+            decisions.lookupCount, customCodes.lookupCount,
+        ]
     }
 
     /// Drops one tenant's catalog, settings and signer (remembered answers over the old catalog are never served

@@ -30,6 +30,8 @@ final class DecisionMemo: Sendable {
     }
 
     private let answers: KeyedCache<Key, Answer>
+
+    var lookupCount: CacheLookupCount { answers.lookupCount("decisions") }
     private let enabled: Bool
 
     /// - Parameter capacity: answers kept at most; 0 remembers nothing.
@@ -41,10 +43,15 @@ final class DecisionMemo: Sendable {
     /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
     func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> BestOfferAnswer?
     {
-        guard enabled, let answer = answers.cached(key), answer.catalog === catalog,
+        guard enabled else { return nil }
+        guard let answer = answers.cached(key), answer.catalog === catalog,
             answer.transactions === transactions,
             answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
-        else { return nil }
+        else {
+            answers.recordMiss()
+            return nil
+        }
+        answers.recordHit()
         return answer.response
     }
 

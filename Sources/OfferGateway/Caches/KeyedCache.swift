@@ -1,6 +1,14 @@
 import Foundation
 import Synchronization
 
+/// One cache's counters (for `offergate_cache_*`).
+struct CacheLookupCount: Sendable {
+    let cache: String
+    let hits: Int
+    let misses: Int
+    let entries: Int
+}
+
 /// A cache with invalidation that cannot lose a race: a value loaded while an invalidation of its key (or of
 /// everything) happened is returned to the callers that waited for it but not kept, so the next caller loads afresh.
 /// Loads are shared: callers that miss the same key while its load is in flight wait for that one load instead of
@@ -31,6 +39,9 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let capacity: Int?
+    /// Lookups answered from memory and loads, for the metrics (`offergate_cache_hits_total`/`_misses_total`).
+    let hits = Atomic<Int>(0)
+    let misses = Atomic<Int>(0)
 
     init(capacity: Int? = nil) {
         self.capacity = capacity
@@ -49,8 +60,12 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return .wait(task)
         }
         switch lookup {
-        case .cached(let value): return value
-        case .wait(let task): return try await task.value
+        case .cached(let value):
+            hits.add(1, ordering: .relaxed)
+            return value
+        case .wait(let task):
+            misses.add(1, ordering: .relaxed)
+            return try await task.value
         }
     }
 
@@ -103,7 +118,18 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var count: Int { state.withLock { $0.values.count } }
 
     /// The value cached for `key`, if any (never loads).
+    /// Not counted as a hit or miss: callers that use it as a fast path count what it meant (`recordHit`,
+    /// `recordMiss`); `value(for:load:)` counts itself.
     func cached(_ key: Key) -> Value? { state.withLock { $0.values[key] } }
+
+    func recordHit() { hits.add(1, ordering: .relaxed) }
+    func recordMiss() { misses.add(1, ordering: .relaxed) }
+
+    /// Hits, misses and entries now, for the metrics.
+    func lookupCount(_ name: String) -> CacheLookupCount {
+        CacheLookupCount(
+            cache: name, hits: hits.load(ordering: .relaxed), misses: misses.load(ordering: .relaxed), entries: count)
+    }
 
     /// Caches a value computed elsewhere. Unlike a load, it is kept even if its key was invalidated meanwhile:
     /// only for values that carry their own validity (see `DecisionMemo`).

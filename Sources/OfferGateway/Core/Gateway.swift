@@ -15,8 +15,12 @@ public final class Gateway: RPCHandler {
     let limiter: RateLimiter
     /// One service per capability; the methods call these and nothing else.
     let services: Services
-    public let stats = GatewayStats()
+    /// Every Prometheus metric of this process (`/metrics`).
+    public let metrics: GatewayMetrics
+    public let stats: GatewayStats
     private let methods: [String: MethodSpec]
+    /// `rpc.discover`'s answer, generated once from `allMethods`.
+    let openRPCDocument: JSONValue
 
     /// Group commit of code redemptions (for stats and tests).
     var redemptions: RedemptionCoordinator { services.redemptions }
@@ -27,18 +31,23 @@ public final class Gateway: RPCHandler {
         self.options = options
         self.logger = logger
         self.limiter = RateLimiter(rate: options.rateLimit, burst: max(options.rateBurst, options.rateLimit))
+        let metrics = GatewayMetrics()
+        self.metrics = metrics
+        self.stats = GatewayStats(metrics: metrics)
         self.services = Services(database: database, sealer: sealer, options: options, stats: stats, logger: logger)
+        metrics.attach(pool: { database.stats() }, caches: services.caches)
         var table: [String: MethodSpec] = [:]
         for spec in Self.allMethods {
             table[spec.name] = spec
         }
         self.methods = table
+        self.openRPCDocument = OpenRPCDocument.make(methods: Self.allMethods, version: options.version)
     }
 
     static var allMethods: [MethodSpec] {
         SystemMethods.all + SessionMethods.all + TenantMethods.all + AppleMethods.all + KeyMethods.all
             + CatalogMethods.all
-            + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all
+            + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all + DiscoverMethods.all
             + RetentionMethods.all
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import JSONRPC
 import OfferCrypto
 import OfferStore
@@ -9,6 +10,8 @@ import Synchronization
 public final class GatewayService: Sendable {
     public let gateway: Gateway
     public let server: RPCServer<Gateway>
+    /// The HTTP listener (`--http`): the routes of `HTTPRoutes` over the same gateway.
+    public let http: HTTPServer
     let database: OfferDatabase
     let logger: Logger
     /// What other processes (and this one) change in the store.
@@ -32,7 +35,8 @@ public final class GatewayService: Sendable {
     /// every cache instead.
     public init(
         database: OfferDatabase, sealer: KeySealer, options: GatewayOptions, rpc: RPCServerConfiguration,
-        logger: Logger, changeFeedBufferSize: Int = ChangeFeed.defaultBufferSize
+        logger: Logger, changeFeedBufferSize: Int = ChangeFeed.defaultBufferSize,
+        http httpConfiguration: HTTPServerConfiguration? = nil
     ) throws {
         self.database = database
         self.logger = logger
@@ -44,11 +48,19 @@ public final class GatewayService: Sendable {
             rpc.logger = { event in Self.log(event, rpcLogger) }
         }
         self.server = try RPCServer(handler: gateway, configuration: rpc)
+        var http = httpConfiguration ?? HTTPServerConfiguration()
+        if httpConfiguration == nil { http.maxBodyBytes = rpc.maxFrameBytes }
+        if http.logger == nil {
+            let httpLogger = logger
+            http.logger = { event in Self.log(event, httpLogger) }
+        }
+        let router = HTTPRouter(gateway: gateway)
+        self.http = HTTPServer(configuration: http) { request in await router.respond(request) }
     }
 
-    /// Starts following catalog changes made by any gateway process, then binds `addresses`. Returns the bound
-    /// addresses (with real ports for `tcp:…:0`).
-    public func start(listen addresses: [ListenAddress]) async throws -> [ListenAddress] {
+    /// Starts following catalog changes made by any gateway process, then binds `addresses` (JSON-RPC) and `http`
+    /// (the HTTP listener). Returns the bound addresses, JSON-RPC ones first (with real ports for `tcp:…:0`).
+    public func start(listen addresses: [ListenAddress], http: [ListenAddress] = []) async throws -> [ListenAddress] {
         let feed = changeFeed
         let task = Task { [gateway, logger] in await Self.follow(feed, gateway: gateway, logger: logger) }
         following.withLock { $0 = task }
@@ -63,6 +75,9 @@ public final class GatewayService: Sendable {
         var bound: [ListenAddress] = []
         for address in addresses {
             bound.append(try server.listen(address))
+        }
+        for address in http {
+            bound.append(try self.http.listen(address))
         }
         return bound
     }
@@ -132,7 +147,10 @@ public final class GatewayService: Sendable {
     /// Stops accepting, lets in-flight requests finish within `gracePeriod`, then stops the change feed and closes
     /// the database pool.
     public func shutdown(gracePeriod: Duration) async {
-        await server.shutdown(gracePeriod: gracePeriod)
+        // Both listeners stop accepting at once and share the grace period.
+        async let rpcStopped: Void = server.shutdown(gracePeriod: gracePeriod)
+        async let httpStopped: Void = http.shutdown(gracePeriod: gracePeriod)
+        _ = await (rpcStopped, httpStopped)
         let running = parts.withLock { parts in
             defer { parts.removeAll() }
             return parts
@@ -191,6 +209,17 @@ public final class GatewayService: Sendable {
         }
         task?.cancel()
         await task?.value
+    }
+
+    static func log(_ event: HTTPLogEvent, _ logger: Logger) {
+        switch event {
+        case .listening(let address): logger.info("listening", ["http": "\(address)"])
+        case .refused(let status, let reason):
+            logger.info("http request refused", ["http.status": String(status), "reason": reason])
+        case .requestTimedOut: logger.info("http request timed out: connection shut down")
+        case .shutdownStarted: logger.info("http: no new connections, finishing requests in flight")
+        case .shutdownFinished(let forced): logger.info("http shut down", ["forced_requests": String(forced)])
+        }
     }
 
     static func log(_ event: RPCLogEvent, _ logger: Logger) {

@@ -3,7 +3,7 @@ import JSONRPC
 import Metrics
 import Synchronization
 
-/// Request counts and latencies per method, for `system.stats`.
+/// Request counts and latencies per method, for `system.stats` (and, through `metrics`, for `/metrics`).
 public final class GatewayStats: Sendable {
     struct MethodStats {
         var count = 0
@@ -14,8 +14,15 @@ public final class GatewayStats: Sendable {
 
     private let state = Mutex<[String: MethodStats]>([:])
     private let started = Date()
+    /// The same counts for Prometheus (`offergate_rpc_*`).
+    let metrics: GatewayMetrics
+
+    init(metrics: GatewayMetrics) {
+        self.metrics = metrics
+    }
 
     func record(method: String, micros: Int, errorCode: Int?) {
+        metrics.recordRPC(method: method, seconds: Double(max(0, micros)) / 1_000_000, errorCode: errorCode)
         state.withLock { all in
             var stats = all.removeValue(forKey: method) ?? MethodStats()
             stats.count += 1

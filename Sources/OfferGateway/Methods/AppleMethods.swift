@@ -8,14 +8,7 @@ enum AppleMethods {
         MethodSpec(name: "appstore.notification", access: .tenant) { ctx in
             let request = try ctx.params(AppleDataService.NotificationRequest.self)
             let result = try await ctx.services.apple.notification(request, tenant: try await ctx.tenant())
-            return [
-                "notificationUUID": .string(result.notificationUUID.uuidString.lowercased()),
-                "notificationType": .string(result.notificationType),
-                "subtype": result.subtype.map { .string($0) } ?? .null,
-                "environment": .string(result.environment.rawValue),
-                "customerId": result.customerId.map { .string($0) } ?? .null,
-                "applied": .bool(result.applied), "duplicate": .bool(result.duplicate),
-            ]
+            return Wire.notification(result)
         },
         MethodSpec(name: "appstore.transactions", access: .tenant) { ctx in
             let request = try ctx.params(AppleDataService.TransactionsRequest.self)

@@ -64,6 +64,18 @@ enum Wire {
     }
 
     /// An `offers.best` answer, encoded once per answer (remembered answers are sent as these bytes again).
+    /// `appstore.notification`'s result, also the body of `POST /v1/apple/{tenant}/notifications`.
+    static func notification(_ result: AppleDataService.NotificationResult) -> JSONValue {
+        [
+            "notificationUUID": .string(result.notificationUUID.uuidString.lowercased()),
+            "notificationType": .string(result.notificationType),
+            "subtype": result.subtype.map { .string($0) } ?? .null,
+            "environment": .string(result.environment.rawValue),
+            "customerId": result.customerId.map { .string($0) } ?? .null,
+            "applied": .bool(result.applied), "duplicate": .bool(result.duplicate),
+        ]
+    }
+
     static func best(_ answer: BestOfferAnswer) -> JSONValue {
         answer.rendered.value {
             let result = answer.result

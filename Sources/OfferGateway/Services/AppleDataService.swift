@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import Metrics
 import OfferCrypto
 import OfferDomain
 import OfferStore
@@ -11,6 +12,8 @@ struct AppleDataService: Sendable {
     let repository: AppleDataRepository
     let caches: GatewayCaches
     let verifier: AppleSignedDataVerifier
+    /// `offergate_apple_data_ingested_total{type,result}`.
+    let ingested: Counter
 
     /// The verifier when the options give none: Apple Root CA - G3 only (built in; parsing it cannot fail, and the
     /// OfferCrypto tests check it parses).
@@ -58,6 +61,26 @@ struct AppleDataService: Sendable {
     }
 
     func notification(_ request: NotificationRequest, tenant: TenantRecord) async throws -> NotificationResult {
+        do {
+            let result = try await verifiedNotification(request, tenant: tenant)
+            let outcome = result.duplicate ? "duplicate" : result.applied ? "applied" : "unlinked"
+            ingested.increment(["notification", outcome])
+            return result
+        } catch {
+            ingested.increment(["notification", Self.failure(error)])
+            throw error
+        }
+    }
+
+    /// `rejected_<reason>` for what the verifier or the payload checks refused, `failed` otherwise.
+    static func failure(_ error: any Error) -> String {
+        let rendered = renderedError(error).rpc
+        return rendered.code == -32060 ? "rejected_\(rendered.reason ?? "unknown")" : "failed"
+    }
+
+    private func verifiedNotification(_ request: NotificationRequest, tenant: TenantRecord) async throws
+        -> NotificationResult
+    {
         let expectation = try await expectation(tenant)
         let verified = try verifier.verifyNotification(request.signedPayload, expecting: expectation)
         let payload = try ApplePayload(verified.notification)
@@ -85,6 +108,20 @@ struct AppleDataService: Sendable {
 
     /// Verifies every JWS first: one rejected JWS rejects the call, and nothing is stored.
     func transactions(_ request: TransactionsRequest, tenant: TenantRecord) async throws -> TransactionsResult {
+        do {
+            let result = try await verifiedTransactions(request, tenant: tenant)
+            ingested.increment(["transaction", "applied"], by: Double(result.applied))
+            ingested.increment(["transaction", "duplicate"], by: Double(result.duplicates))
+            return result
+        } catch {
+            ingested.increment(["transaction", Self.failure(error)])
+            throw error
+        }
+    }
+
+    private func verifiedTransactions(_ request: TransactionsRequest, tenant: TenantRecord) async throws
+        -> TransactionsResult
+    {
         let renewals = request.signedRenewalInfo ?? []
         for (list, param) in [(request.signedTransactions, "signedTransactions"), (renewals, "signedRenewalInfo")]
         where list.count > Self.maxBatch {

@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import OfferDomain
 import OfferStore
 
@@ -11,6 +12,8 @@ struct CodeService: Sendable {
     let caches: GatewayCaches
     let redemptions: RedemptionCoordinator
     let clock: @Sendable () -> Date
+    /// `offergate_code_redemptions_total{outcome}`.
+    let outcomes: Counter
 
     struct RedeemRequest: Decodable, Sendable {
         let code: String
@@ -47,7 +50,19 @@ struct CodeService: Sendable {
         let alreadyRolledBack: Bool
     }
 
+    /// Redeems, counting the outcome: `redeemed`, `replayed`, or the error's reason (a fixed set of snake_case codes).
     func redeem(_ request: RedeemRequest, tenant: TenantRecord) async throws -> RedemptionReceipt {
+        do {
+            let receipt = try await redeemOnce(request, tenant: tenant)
+            outcomes.increment([receipt.replayed ? "replayed" : "redeemed"])
+            return receipt
+        } catch {
+            outcomes.increment([renderedError(error).rpc.reason ?? "error"])
+            throw error
+        }
+    }
+
+    private func redeemOnce(_ request: RedeemRequest, tenant: TenantRecord) async throws -> RedemptionReceipt {
         let customerId = try Validate.customerId(request.customerId)
         let code = try Self.normalizedCode(request.code)
         let key = try request.idempotencyKey.map {

@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import Metrics
 import OfferCrypto
 import OfferDomain
 import OfferStore
@@ -13,6 +14,8 @@ struct OfferService: Sendable {
     let ledger: LedgerWriter
     let clock: @Sendable () -> Date
     let nonce: @Sendable () -> UUID
+    /// `offergate_signatures_total{format}`: counted once the ledger row is committed.
+    let signatures: Counter
 
     struct EligibilityRequest: Decodable, Sendable {
         let customerId: String
@@ -210,6 +213,7 @@ struct OfferService: Sendable {
             IssuedSignature(
                 nonce: nonce, format: format, keyId: signer.keyId, customerId: customerId, productId: productId,
                 offerId: offerId, appAccountToken: appAccountToken, transactionId: transactionId, issuedAt: at))
+        signatures.increment([format.rawValue])
     }
 
     /// One product, or one group, of the catalog: exactly one of the two must be given.

@@ -1,6 +1,5 @@
 import Foundation
 import JSONRPC
-import Metrics
 import OfferDomain
 import OfferStore
 import Synchronization
@@ -22,7 +21,7 @@ struct RetentionService: Sendable {
     let offers: OfferService
     /// The answers' log, written after each answer.
     let answers: GroupCommitWriter<RetentionAnswerRow>
-    let stats: RetentionStats
+    let metrics: GatewayMetrics
     let clock: @Sendable () -> Date
     let logger: Logger
 
@@ -198,7 +197,7 @@ struct RetentionService: Sendable {
         let outcome = Outcome(
             answer: decision.answer, fallbackReason: decision.reason, latency: latency,
             withinBudget: latency <= budget)
-        stats.record(outcome)
+        metrics.recordRetention(outcome)
         record(outcome, decision: decision, request: request, tenant: tenant)
         return outcome
     }
@@ -410,27 +409,14 @@ extension RetentionService.Answer {
     }
 }
 
-/// Answers by kind, and their latencies, since start (for metrics and `system.stats`).
-final class RetentionStats: Sendable {
-    struct Snapshot: Sendable {
-        var answers: [RetentionAnswerRecord.Kind: Int] = [:]
-        var fallbacks: [String: Int] = [:]
-        var outsideBudget = 0
-        var latency = LatencyHistogram(precisionBits: 5)
+extension GatewayMetrics {
+    /// One retention answer in `/metrics`.
+    func recordRetention(_ outcome: RetentionService.Outcome) {
+        let kind = outcome.answer.kind.rawValue
+        retentionAnswers.increment([kind, outcome.fallbackReason ?? "none"])
+        let seconds =
+            Double(outcome.latency.components.seconds) + Double(outcome.latency.components.attoseconds) / 1e18
+        retentionDuration.observe(seconds, [kind])
+        if !outcome.withinBudget { retentionOutsideBudget.increment() }
     }
-
-    private let state = Mutex(Snapshot())
-
-    func record(_ outcome: RetentionService.Outcome) {
-        state.withLock { s in
-            s.answers[outcome.answer.kind, default: 0] += 1
-            if let reason = outcome.fallbackReason { s.fallbacks[reason, default: 0] += 1 }
-            if !outcome.withinBudget { s.outsideBudget += 1 }
-            let micros = outcome.latency.components.seconds * 1_000_000
-                + outcome.latency.components.attoseconds / 1_000_000_000_000
-            s.latency.record(microseconds: UInt64(max(0, micros)))
-        }
-    }
-
-    var snapshot: Snapshot { state.withLock { $0 } }
 }

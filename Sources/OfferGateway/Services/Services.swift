@@ -42,18 +42,18 @@ struct Services: Sendable {
         catalog = CatalogService(repository: database.catalog, caches: caches, clock: clock, logger: logger)
         offers = OfferService(
             customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures), clock: clock,
-            nonce: options.nonce)
+            nonce: options.nonce, signatures: stats.metrics.signatures)
         codes = CodeService(
             repository: database.campaigns, customers: customers, caches: caches, redemptions: redemptions,
-            clock: clock)
+            clock: clock, outcomes: stats.metrics.redemptions)
         campaigns = CampaignService(repository: database.campaigns, caches: caches, clock: clock, logger: logger)
         system = SystemService(database: database, caches: caches, stats: stats, version: options.version)
         apple = AppleDataService(
             repository: database.appleData, caches: caches,
-            verifier: options.appleVerifier ?? AppleDataService.builtInVerifier)
+            verifier: options.appleVerifier ?? AppleDataService.builtInVerifier, ingested: stats.metrics.appleIngested)
         retention = RetentionService(
             retention: database.retention, caches: caches, apple: apple, offers: offers,
-            answers: GroupCommitWriter(retention: database.retention), stats: RetentionStats(), clock: clock,
+            answers: GroupCommitWriter(retention: database.retention), metrics: stats.metrics, clock: clock,
             logger: logger)
     }
 }

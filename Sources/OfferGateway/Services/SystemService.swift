@@ -17,6 +17,9 @@ struct SystemService: Sendable {
         Health(databaseUp: await database.ping(), version: version)
     }
 
+    /// Whether the database answers with the schema this binary expects (`/readyz`).
+    func schemaState() async -> SchemaState { await database.schemaState() }
+
     /// The connection pool's state.
     func pool() -> PoolStats { database.stats() }
 

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPClient
+import HTTPServer
 import JSONRPC
 import OfferCrypto
 import OfferGateway
@@ -19,19 +21,21 @@ struct TestGateway: Sendable {
     let configuration: PostgresConfiguration
     let unix: ListenAddress
     let tcp: ListenAddress
+    /// The HTTP listener (`--http tcp:127.0.0.1:0`).
+    let http: ListenAddress
     let logs: MemoryLogSink
 
     /// Runs `body` against a fresh gateway (and database), then shuts both down.
     static func with<T>(
         server: TestServer = .main, logLevel: LogLevel = .info, poolSize: Int = 8,
-        acquireTimeout: Duration = .seconds(15),
+        acquireTimeout: Duration = .seconds(15), http: HTTPServerConfiguration? = nil,
         configure: (inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _ in },
         _ body: (TestGateway) async throws -> T
     ) async throws -> T {
         try await TestDatabase.with(on: server) { configuration in
             let gateway = try await start(
                 configuration: configuration, logLevel: logLevel, poolSize: poolSize, acquireTimeout: acquireTimeout,
-                configure: configure)
+                http: http, configure: configure)
             do {
                 let value = try await body(gateway)
                 await gateway.stop()
@@ -77,6 +81,7 @@ struct TestGateway: Sendable {
     static func start(
         configuration: PostgresConfiguration, logLevel: LogLevel = .info, poolSize: Int = 8,
         acquireTimeout: Duration = .seconds(15), keyring: MasterKeyring? = nil,
+        http httpConfiguration: HTTPServerConfiguration? = nil,
         configure: (inout GatewayOptions, inout RPCServerConfiguration) -> Void = { _, _ in }
     ) async throws -> TestGateway {
         let database = OfferDatabase(
@@ -89,19 +94,30 @@ struct TestGateway: Sendable {
         let logs = MemoryLogSink()
         let service = try GatewayService(
             database: database, sealer: KeySealer(keyring: try keyring ?? MasterKeyring(current: MasterKey.generate())),
-            options: options, rpc: rpc, logger: Logger(level: logLevel, sink: logs))
+            options: options, rpc: rpc, logger: Logger(level: logLevel, sink: logs), http: httpConfiguration)
         let path = "/tmp/og-gwt-\(UUID().uuidString.prefix(8)).sock"
-        let bound = try await service.start(listen: [
-            ListenAddress(parsing: "unix:\(path)"), ListenAddress(parsing: "tcp:127.0.0.1:0"),
-        ])
+        let bound = try await service.start(
+            listen: [ListenAddress(parsing: "unix:\(path)"), ListenAddress(parsing: "tcp:127.0.0.1:0")],
+            http: [ListenAddress(parsing: "tcp:127.0.0.1:0")])
         return TestGateway(
             service: service, database: database, configuration: configuration, unix: bound[0], tcp: bound[1],
-            logs: logs)
+            http: bound[2], logs: logs)
     }
 
     func stop() async {
         await service.shutdown(gracePeriod: .seconds(2))
         if case .unix(let path) = unix { unlink(path) }
+    }
+
+    /// `http://127.0.0.1:PORT` of the HTTP listener.
+    var httpBase: String {
+        guard case .tcp(let host, let port) = http else { return "" }
+        return "http://\(host):\(port)"
+    }
+
+    /// An HTTP connection (libcurl, keep-alive) to the HTTP listener.
+    func httpConnection() throws -> HTTPConnection {
+        try HTTPConnection(HTTPEndpoint(baseURL: httpBase))
     }
 
     /// An unauthenticated connection.

@@ -1,0 +1,113 @@
+// The request and response values the HTTP listener hands to the application, and its settings.
+import JSONRPC
+
+/// One complete HTTP request (headers and the whole body), as libmicrohttpd parsed it.
+public struct HTTPRequest: Sendable {
+    /// `GET`, `POST`, … as sent.
+    public let method: String
+    /// The path, percent-decoded by libmicrohttpd, without the query; always valid UTF-8 (others are refused
+    /// with `400` before they reach the application).
+    public let path: String
+    /// Header fields in arrival order; names lowercased.
+    public let headers: [(name: String, value: String)]
+    public let body: [UInt8]
+    /// The listen address the request came through.
+    public let listenAddress: ListenAddress
+
+    public init(
+        method: String, path: String, headers: [(name: String, value: String)], body: [UInt8],
+        listenAddress: ListenAddress
+    ) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.listenAddress = listenAddress
+    }
+
+    /// The first value of a header (`name` lowercase).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name }?.value
+    }
+
+    /// The media type of `Content-Type` without parameters, lowercased (`application/json`).
+    public var mediaType: String? {
+        guard let value = header("content-type") else { return nil }
+        let type = value.split(separator: ";", maxSplits: 1).first ?? ""
+        return type.trimmingSpaces.lowercased()
+    }
+}
+
+/// An HTTP response: status, extra header fields (`Content-Length` and `Date` are added by libmicrohttpd) and body.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON body with `Content-Type: application/json`.
+    public static func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: body)
+    }
+
+    /// The listener's own refusals (before the application sees the request): `{"reason","message"}`. Both are
+    /// fixed ASCII strings of this module, so they need no escaping.
+    static func refusal(_ status: Int, reason: String, message: String) -> HTTPResponse {
+        var response = json(status, Array("{\"reason\":\"\(reason)\",\"message\":\"\(message)\"}".utf8))
+        // The rest of the request may be unread (or unreadable): do not reuse the connection.
+        response.headers.append(("Connection", "close"))
+        return response
+    }
+}
+
+/// What the application does with a request. Runs on a Swift task (never on libmicrohttpd's threads).
+public typealias HTTPRequestHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+/// Connection-level events for logs. Never carries payloads or header values.
+public enum HTTPLogEvent: Sendable, Hashable {
+    case listening(ListenAddress)
+    /// A request refused by the listener itself (`reason`: `body_too_large`, `ambiguous_length`, …).
+    case refused(status: Int, reason: String)
+    /// A connection that did not complete its request within `requestTimeout` was shut down.
+    case requestTimedOut
+    case shutdownStarted
+    /// Shutdown finished; `forcedRequests` were still being handled when the grace period ended.
+    case shutdownFinished(forcedRequests: Int)
+}
+
+/// Listener settings.
+public struct HTTPServerConfiguration: Sendable {
+    /// Largest request body in bytes (the JSON-RPC frame limit; default 1 MiB): larger ones get `413`.
+    public var maxBodyBytes: Int = 1 << 20
+    /// Per-connection memory for the request line and header fields (default 32 KiB); more gets `431`/`413` from
+    /// libmicrohttpd.
+    public var maxHeaderBytes: Int = 32 << 10
+    /// Open connections per listen address (default 10,000); more are closed at once.
+    public var maxConnections: Int = 10_000
+    /// Close a connection after this many seconds without any traffic (default 15; whole seconds).
+    public var idleTimeoutSeconds: Int = 15
+    /// A request's header fields and body must have arrived within this time of the connection's previous request
+    /// ending (or of its accept); otherwise the connection is shut down (slowloris). Default 20 s.
+    public var requestTimeout: Duration = .seconds(20)
+    /// libmicrohttpd's epoll threads per listen address (IO only: handlers run on Swift tasks). Default 2.
+    public var threads: Int = 2
+    /// Permissions of Unix socket files (default 0660).
+    public var unixSocketPermissions: UInt32 = 0o660
+    public var logger: (@Sendable (HTTPLogEvent) -> Void)? = nil
+
+    public init() {}
+}
+
+extension StringProtocol {
+    var trimmingSpaces: Substring {
+        var s = Substring(self)
+        while let first = s.first, first == " " || first == "\t" { s.removeFirst() }
+        while let last = s.last, last == " " || last == "\t" { s.removeLast() }
+        return s
+    }
+}

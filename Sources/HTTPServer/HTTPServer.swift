@@ -1,0 +1,385 @@
+// HTTP/1.1 on GNU libmicrohttpd: its epoll threads do all socket IO and parsing; complete requests go to Swift tasks.
+import CMicroHTTPD
+import Dispatch
+import JSONRPC
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An HTTP/1.1 server (keep-alive, pipelining) on libmicrohttpd, one daemon per listen address.
+///
+/// libmicrohttpd parses everything (request line, header fields, chunked bodies) on its own internal epoll threads.
+/// When a request is complete the connection is *suspended* (`MHD_suspend_connection`), the request is handed to
+/// the handler on a Swift task, and when the handler returns the connection is *resumed* and the response queued
+/// from libmicrohttpd's thread, as its API requires. No thread ever blocks waiting for a handler, so a slow
+/// handler holds one suspended connection and nothing else (see `docs/decisions/007-http-listener.md`).
+///
+/// Lifecycle: `listen(_:)` any number of times, then `shutdown(gracePeriod:)`.
+public final class HTTPServer: Sendable {
+    let handler: HTTPRequestHandler
+    let configuration: HTTPServerConfiguration
+    private let state = Mutex<State>(State())
+    /// Requests between their first byte of body-or-headers seen by us and their response sent (shutdown waits).
+    let activeRequests = LiveCount()
+
+    struct State {
+        var listeners: [Listener] = []
+        var shuttingDown = false
+        var finished = false
+    }
+
+    public init(
+        configuration: HTTPServerConfiguration = HTTPServerConfiguration(), handler: @escaping HTTPRequestHandler
+    ) {
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    /// The addresses bound so far (TCP port 0 resolved to the real port).
+    public var boundAddresses: [ListenAddress] { state.withLock { $0.listeners.map(\.address) } }
+
+    var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
+
+    /// Binds `address` and starts serving it; returns the bound address.
+    @discardableResult
+    public func listen(_ address: ListenAddress) throws(JSONRPCError) -> ListenAddress {
+        guard !isShuttingDown else { throw JSONRPCError(.notRunning, "server is shutting down") }
+        let (fd, bound) = try address.openListeningSocket(permissions: configuration.unixSocketPermissions)
+        let listener = Listener(server: self, address: bound)
+        let retained = Unmanaged.passRetained(listener)
+        let daemon = og_mhd_start(
+            fd, UInt32(max(1, configuration.threads)), UInt32(clamping: max(1, configuration.maxConnections)),
+            UInt32(clamping: max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes), 1,
+            accessHandler, requestCompleted, connectionEvent, retained.toOpaque())
+        guard let daemon else {
+            retained.release()
+            close(fd)
+            if case .unix(let path) = bound { unlink(path) }
+            throw JSONRPCError(.invalidAddress, "libmicrohttpd could not start on \(bound)")
+        }
+        listener.started(daemon: daemon, listenFD: fd, retained: retained)
+        state.withLock { $0.listeners.append(listener) }
+        configuration.logger?(.listening(bound))
+        return bound
+    }
+
+    /// Stops accepting, lets requests in progress finish (and their responses be sent) for up to `gracePeriod`,
+    /// cancels the handlers still running, then stops every daemon (closing idle keep-alive connections) and removes
+    /// Unix socket files. Idempotent; returns when done.
+    public func shutdown(gracePeriod: Duration) async {
+        let deadline = ContinuousClock.now.advanced(by: gracePeriod)
+        let listeners = state.withLock { s -> [Listener]? in
+            if s.shuttingDown { return nil }
+            s.shuttingDown = true
+            return s.listeners
+        }
+        guard let listeners else { return }
+        configuration.logger?(.shutdownStarted)
+        for listener in listeners { listener.stopAccepting() }
+        _ = await activeRequests.waitForZero(until: deadline)
+        let forced = activeRequests.value
+        // Handlers still running past the grace period: cancel them and give them a moment to return and resume
+        // their connections, so no connection is left suspended when its daemon stops.
+        for listener in listeners { listener.cancelHandlers() }
+        for listener in listeners { _ = await listener.handlersRunning.waitForZero(until: .now + .seconds(1)) }
+        for listener in listeners { listener.stop() }
+        state.withLock { $0.finished = true }
+        configuration.logger?(.shutdownFinished(forcedRequests: forced))
+    }
+}
+
+/// One libmicrohttpd daemon: a listen address, its connections' deadlines, its handlers in flight.
+///
+/// `@unchecked Sendable`: `daemon`, `listenFD` and `retained` are written once by `started` before the listener is
+/// shared (callbacks never read them), then read only by `stopAccepting`/`stop`, which the server calls in order
+/// from one shutdown; everything else is behind `Mutex`es.
+final class Listener: @unchecked Sendable {
+    unowned let server: HTTPServer
+    let address: ListenAddress
+    private var daemon: OpaquePointer?
+    private var listenFD: Int32 = -1
+    private var retained: Unmanaged<Listener>?
+    private var timer: DispatchSourceTimer?
+    let deadlines: Mutex<RequestDeadlines<Int32>>
+    /// Handler tasks by token, so shutdown can cancel them; `stopped` is set before the daemon stops, after which no
+    /// connection is resumed (it would no longer exist).
+    private let handlers = Mutex<Handlers>(Handlers())
+    let handlersRunning = LiveCount()
+
+    struct Handlers {
+        var running: [UInt64: Task<Void, Never>] = [:]
+        var next: UInt64 = 0
+        var stopped = false
+    }
+
+    init(server: HTTPServer, address: ListenAddress) {
+        self.server = server
+        self.address = address
+        self.deadlines = Mutex(RequestDeadlines(timeout: server.configuration.requestTimeout))
+    }
+
+    var configuration: HTTPServerConfiguration { server.configuration }
+
+    func started(daemon: OpaquePointer, listenFD: Int32, retained: Unmanaged<Listener>) {
+        self.daemon = daemon
+        self.listenFD = listenFD
+        self.retained = retained
+        // Checks deadlines a few times per timeout: a late request is cut within a quarter of the timeout.
+        let timeout = configuration.requestTimeout
+        let interval = max(.milliseconds(50), min(.seconds(1), timeout / 4))
+        let nanos =
+            Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "http-deadlines"))
+        timer.schedule(deadline: .now() + .nanoseconds(nanos), repeating: .nanoseconds(nanos))
+        timer.setEventHandler { [weak self] in self?.expireLateRequests() }
+        timer.resume()
+        self.timer = timer
+    }
+
+    /// Shuts down (`shutdown(2)`, never `close`: the descriptor stays libmicrohttpd's) every connection past its
+    /// deadline. Done under the deadlines lock, which the close notification also takes before libmicrohttpd closes
+    /// the descriptor, so a descriptor number is never shut down after it was reused.
+    private func expireLateRequests() {
+        let count = deadlines.withLock { d -> Int in
+            let late = d.expire(at: .now)
+            for fd in late { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+            return late.count
+        }
+        for _ in 0..<count { configuration.logger?(.requestTimedOut) }
+    }
+
+    func stopAccepting() {
+        guard let daemon else { return }
+        let fd = MHD_quiesce_daemon(daemon)
+        if fd >= 0 { close(fd) }
+        if case .unix(let path) = address { unlink(path) }
+    }
+
+    func cancelHandlers() {
+        let running = handlers.withLock { Array($0.running.values) }
+        for task in running { task.cancel() }
+    }
+
+    func stop() {
+        handlers.withLock { $0.stopped = true }
+        timer?.cancel()
+        if let daemon { MHD_stop_daemon(daemon) }
+        daemon = nil
+        retained?.release()
+        retained = nil
+    }
+
+    /// Runs the handler for a complete request on a task; resumes the connection with its response.
+    func dispatch(_ request: HTTPRequest, pending: PendingRequest, connection: ConnectionHandle) {
+        handlersRunning.increment()
+        let handler = server.handler
+        // Created under the lock that its end also takes, so it is stored before it can remove itself.
+        handlers.withLock { h in
+            let token = h.next
+            h.next += 1
+            h.running[token] = Task {
+                let response = await handler(request)
+                pending.response.withLock { $0 = response }
+                self.handlers.withLock { h in
+                    h.running[token] = nil
+                    if !h.stopped { MHD_resume_connection(connection.pointer) }
+                }
+                self.handlersRunning.decrement()
+            }
+        }
+    }
+}
+
+/// A libmicrohttpd connection pointer carried to the handler task. `@unchecked Sendable`: the task only passes it to
+/// `MHD_resume_connection` (thread-safe with `MHD_USE_ITC`), and only while the connection is suspended, so it
+/// cannot have been freed.
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// One request's state between libmicrohttpd's calls of the access handler.
+///
+/// `@unchecked Sendable`: every `var` is touched only by the libmicrohttpd thread serving the connection (calls for
+/// one connection never overlap); `response` is written by the handler task before it resumes the connection and
+/// read by that thread after the resume, under its own lock.
+final class PendingRequest: @unchecked Sendable {
+    enum Phase { case receiving, handling }
+
+    let fd: Int32
+    var phase = Phase.receiving
+    var method = ""
+    var path = ""
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+    /// Set when the listener refuses the request (answered once the body, if any, has been read and dropped).
+    var refusal: HTTPResponse?
+    /// A response is queued already (a refusal answered at the first call).
+    var answered = false
+    let response = Mutex<HTTPResponse?>(nil)
+
+    init(fd: Int32) { self.fd = fd }
+}
+
+// MARK: libmicrohttpd callbacks (called on its threads)
+
+private func listener(_ cls: UnsafeMutableRawPointer?) -> Listener? {
+    guard let cls else { return nil }
+    return Unmanaged<Listener>.fromOpaque(cls).takeUnretainedValue()
+}
+
+private let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+    guard let listener = listener(cls), let connection, let conCls, let uploadDataSize else { return OG_MHD_NO }
+    guard let raw = conCls.pointee else {
+        // First call: the request line and header fields are complete.
+        let pending = PendingRequest(fd: og_mhd_connection_fd(connection))
+        conCls.pointee = Unmanaged.passRetained(pending).toOpaque()
+        listener.server.activeRequests.increment()
+        pending.method = method.map { String(cString: $0) } ?? ""
+        pending.headers = headerFields(connection)
+        if let url, let path = String(validatingCString: url) {
+            pending.path = path
+        } else {
+            pending.refusal = .refusal(400, reason: "invalid_path", message: "the path is not valid UTF-8")
+        }
+        if pending.refusal == nil { pending.refusal = framingRefusal(pending.headers, listener.configuration) }
+        if let refusal = pending.refusal {
+            listener.configuration.logger?(.refused(status: refusal.status, reason: reasonOf(refusal)))
+            // Answered at once (libmicrohttpd then skips any body and closes); if it cannot take a response yet,
+            // the body is read and dropped and the refusal answered at its end.
+            if queue(refusal, on: connection, closing: true) == OG_MHD_YES { pending.answered = true }
+        }
+        return OG_MHD_YES
+    }
+    let pending = Unmanaged<PendingRequest>.fromOpaque(raw).takeUnretainedValue()
+    let size = uploadDataSize.pointee
+    if size > 0 {
+        if pending.refusal == nil, let uploadData {
+            if pending.body.count + size > listener.configuration.maxBodyBytes {
+                pending.body = []
+                pending.refusal = .refusal(
+                    413, reason: "body_too_large", message: "the body is larger than the frame limit")
+                listener.configuration.logger?(.refused(status: 413, reason: "body_too_large"))
+            } else {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { bytes in
+                    pending.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: size))
+                }
+            }
+        }
+        uploadDataSize.pointee = 0
+        return OG_MHD_YES
+    }
+    if pending.answered { return OG_MHD_YES }
+    switch pending.phase {
+    case .receiving:
+        if let refusal = pending.refusal { return queue(refusal, on: connection, closing: true) }
+        pending.phase = .handling
+        listener.deadlines.withLock { $0.handling(pending.fd) }
+        let request = HTTPRequest(
+            method: pending.method, path: pending.path, headers: pending.headers, body: pending.body,
+            listenAddress: listener.address)
+        pending.body = []
+        MHD_suspend_connection(connection)
+        listener.dispatch(request, pending: pending, connection: ConnectionHandle(pointer: connection))
+        return OG_MHD_YES
+    case .handling:
+        // Resumed: the handler's response is there.
+        let response =
+            pending.response.withLock { $0 }
+            ?? .refusal(500, reason: "internal_error", message: "the handler gave no response")
+        return queue(response, on: connection, closing: listener.server.isShuttingDown)
+    }
+}
+
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+    guard let listener = listener(cls), let conCls, let raw = conCls.pointee else { return }
+    conCls.pointee = nil
+    let pending = Unmanaged<PendingRequest>.fromOpaque(raw).takeRetainedValue()
+    listener.deadlines.withLock { $0.requestEnded(pending.fd, at: .now) }
+    listener.server.activeRequests.decrement()
+}
+
+private let connectionEvent: MHD_NotifyConnectionCallback = { cls, connection, _, event in
+    guard let listener = listener(cls), let connection else { return }
+    let fd = og_mhd_connection_fd(connection)
+    guard fd >= 0 else { return }
+    if og_mhd_is_connection_start(event) != 0 {
+        listener.deadlines.withLock { $0.opened(fd, at: .now) }
+    } else {
+        listener.deadlines.withLock { $0.closed(fd) }
+    }
+}
+
+/// Refuses what could be read two ways (request smuggling) or cannot be read at all, and bodies announced larger
+/// than the limit. libmicrohttpd parses; this only declines shapes a server may reject (RFC 9112 §6.3).
+private func framingRefusal(_ headers: [(name: String, value: String)], _ configuration: HTTPServerConfiguration)
+    -> HTTPResponse?
+{
+    let lengths = headers.filter { $0.name == "content-length" }
+    let encodings = headers.filter { $0.name == "transfer-encoding" }
+    if lengths.count > 1 || (!lengths.isEmpty && !encodings.isEmpty) {
+        return .refusal(
+            400, reason: "ambiguous_length", message: "give either one Content-Length or Transfer-Encoding: chunked")
+    }
+    if encodings.count > 1 || encodings.contains(where: { $0.value.trimmingSpaces.lowercased() != "chunked" }) {
+        return .refusal(400, reason: "unsupported_transfer_encoding", message: "only Transfer-Encoding: chunked")
+    }
+    if let length = lengths.first {
+        guard let bytes = Int(length.value.trimmingSpaces), bytes >= 0 else {
+            return .refusal(400, reason: "invalid_content_length", message: "Content-Length is not a number")
+        }
+        if bytes > configuration.maxBodyBytes {
+            return .refusal(413, reason: "body_too_large", message: "the body is larger than the frame limit")
+        }
+    }
+    return nil
+}
+
+private func reasonOf(_ response: HTTPResponse) -> String {
+    // Our refusals' bodies start with {"reason":"<reason>"; only used for the log event.
+    let text = String(decoding: response.body, as: UTF8.self)
+    guard let start = text.range(of: "\"reason\":\"")?.upperBound, let end = text[start...].firstIndex(of: "\"")
+    else { return "refused" }
+    return String(text[start..<end])
+}
+
+/// The request's header fields, names lowercased.
+private func headerFields(_ connection: OpaquePointer) -> [(name: String, value: String)] {
+    final class Collected {
+        var fields: [(name: String, value: String)] = []
+    }
+    let collected = Collected()
+    withExtendedLifetime(collected) {
+        _ = MHD_get_connection_values(
+            connection, OG_MHD_HEADER_KIND,
+            { cls, _, key, value in
+                guard let cls, let key else { return OG_MHD_YES }
+                let box = Unmanaged<Collected>.fromOpaque(cls).takeUnretainedValue()
+                let name = String(cString: key)
+                let text = value.map { String(cString: $0) } ?? ""
+                box.fields.append((name.lowercased(), text))
+                return OG_MHD_YES
+            }, Unmanaged.passUnretained(collected).toOpaque())
+    }
+    return collected.fields
+}
+
+/// Queues `response` on `connection` (from libmicrohttpd's thread, inside the access handler, as it requires).
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, closing: Bool) -> MHD_Result {
+    var body = response.body
+    let made = body.withUnsafeMutableBytes { bytes in
+        MHD_create_response_from_buffer(bytes.count, bytes.baseAddress, OG_MHD_RESPMEM_MUST_COPY)
+    }
+    guard let made else { return OG_MHD_NO }
+    var sawConnection = false
+    for (name, value) in response.headers {
+        if name.lowercased() == "connection" { sawConnection = true }
+        _ = MHD_add_response_header(made, name, value)
+    }
+    if closing && !sawConnection { _ = MHD_add_response_header(made, "Connection", "close") }
+    let result = MHD_queue_response(connection, UInt32(response.status), made)
+    MHD_destroy_response(made)
+    return result
+}

@@ -1,0 +1,154 @@
+import Foundation
+import HTTPServer
+import JSONRPC
+
+/// Every route of the HTTP listener (API.md §9), in this one table: to add a route, add a line here and its handler
+/// (a thin adapter over one service, like a JSON-RPC method) in this folder. `name` is the route's label in the
+/// metrics (bounded: never the raw path).
+enum HTTPRoutes {
+    static let all: [HTTPRoute] = [
+        HTTPRoute("GET", "/livez", name: "livez", HealthRoutes.livez),
+        HTTPRoute("GET", "/readyz", name: "readyz", HealthRoutes.readyz),
+        HTTPRoute("GET", "/metrics", name: "metrics", HealthRoutes.metrics),
+        HTTPRoute("POST", "/v1/rpc", name: "rpc", RPCRoute.handle),
+        HTTPRoute("GET", "/v1/openrpc.json", name: "openrpc", RPCRoute.openRPC),
+        HTTPRoute("POST", "/v1/apple/{tenant}/notifications", name: "apple_notifications", AppleRoutes.notifications),
+        HTTPRoute("POST", "/v1/apple/{tenant}/retention", name: "apple_retention", RetentionRoute.handle),
+    ]
+}
+
+/// One route: a method, a path pattern whose `{name}` segments match one path segment each, and its handler.
+struct HTTPRoute: Sendable {
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    let method: String
+    let pattern: [Segment]
+    let name: String
+    let handle: @Sendable (RouteRequest) async -> HTTPResponse
+
+    init(
+        _ method: String, _ pattern: String, name: String,
+        _ handle: @escaping @Sendable (RouteRequest) async -> HTTPResponse
+    ) {
+        self.method = method
+        self.pattern = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part in
+            part.hasPrefix("{") && part.hasSuffix("}")
+                ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+        }
+        self.name = name
+        self.handle = handle
+    }
+
+    /// The path parameters when `segments` match the pattern.
+    func match(_ segments: [Substring]) -> [String: String]? {
+        guard segments.count == pattern.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(segments, pattern) {
+            switch part {
+            case .literal(let literal): guard segment == literal else { return nil }
+            case .parameter(let name): parameters[name] = String(segment)
+            }
+        }
+        return parameters
+    }
+}
+
+/// What a route handler gets: the request, its path parameters, and the gateway whose services it calls.
+struct RouteRequest: Sendable {
+    let http: HTTPRequest
+    let parameters: [String: String]
+    let gateway: Gateway
+
+    var services: Services { gateway.services }
+}
+
+/// The HTTP listener's application side: routes a request, answers unknown paths and wrong methods, counts and
+/// times every answer.
+struct HTTPRouter: Sendable {
+    let gateway: Gateway
+    let routes: [HTTPRoute]
+
+    init(gateway: Gateway, routes: [HTTPRoute] = HTTPRoutes.all) {
+        self.gateway = gateway
+        self.routes = routes
+    }
+
+    func respond(_ request: HTTPRequest) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let matching = routes.compactMap { route in route.match(Array(segments)).map { (route, $0) } }
+        // HEAD is GET without the body (libmicrohttpd drops the body).
+        let method = request.method == "HEAD" ? "GET" : request.method
+        let response: HTTPResponse
+        let name: String
+        if let (route, parameters) = matching.first(where: { $0.0.method == method }) {
+            name = route.name
+            response = await route.handle(RouteRequest(http: request, parameters: parameters, gateway: gateway))
+        } else if let first = matching.first {
+            name = first.0.name
+            var refusal = HTTPErrors.response(
+                405, reason: "method_not_allowed", message: "use \(matching.map(\.0.method).joined(separator: ", "))")
+            refusal.headers.append(("Allow", matching.map(\.0.method).joined(separator: ", ")))
+            response = refusal
+        } else {
+            name = "unmatched"
+            response = HTTPErrors.response(404, reason: "not_found", message: "no such route")
+        }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        gateway.metrics.httpRequests.increment([name, String(response.status)])
+        gateway.metrics.httpDuration.observe(seconds, [name])
+        return response
+    }
+}
+
+/// JSON error bodies of the HTTP routes: `{"reason", "message", "retryable"}` (and the JSON-RPC `code` when the
+/// failure came from a service).
+enum HTTPErrors {
+    static func response(_ status: Int, reason: String, message: String, retryable: Bool = false) -> HTTPResponse {
+        let body: JSONValue = [
+            "reason": .string(reason), "message": .string(message), "retryable": .bool(retryable),
+        ]
+        return .json(status, JSONSerializer.serialize(body))
+    }
+
+    /// A service's failure as an HTTP answer: the status from `HTTPStatus`, the rendered error's reason and message
+    /// (never a secret: the same text a JSON-RPC client gets). Logs the gateway's own failures.
+    static func response(for error: any Error, route: String, gateway: Gateway) -> HTTPResponse {
+        let (rpc, detail) = renderedError(error)
+        if let detail {
+            gateway.logger.error("http request failed", ["http.route": route, "error.detail": detail])
+        }
+        var body: JSONObject = [
+            "reason": .string(rpc.reason ?? "error"), "message": .string(rpc.message), "code": .int(rpc.code),
+            "retryable": .bool(rpc.data?["retryable"]?.boolValue ?? false),
+        ]
+        if let retryAfter = rpc.data?["retryAfterMs"] { body["retryAfterMs"] = retryAfter }
+        var response = HTTPResponse.json(HTTPStatus.of(rpc), JSONSerializer.serialize(.object(body)))
+        if rpc.code == -32050 || rpc.code == -32029 { response.headers.append(("Retry-After", "1")) }
+        return response
+    }
+}
+
+/// The one mapping from JSON-RPC error codes (API.md §7) to HTTP status codes, for routes that answer with a
+/// status (`/v1/apple/…`, and `/v1/rpc`'s 401). `POST /v1/rpc` otherwise answers `200` with the JSON-RPC error.
+enum HTTPStatus {
+    static func of(_ error: RPCError) -> Int { of(code: error.code) }
+
+    static func of(code: Int) -> Int {
+        switch code {
+        case -32700, -32600, -32602, -32060: 400
+        case -32001: 401
+        case -32002: 403
+        case -32601, -32004: 404
+        case -32009: 409
+        case -32020, -32030, -32040, -32041, -32042, -32043: 422
+        case -32029: 429
+        case -32050: 503
+        default: 500
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import HTTPServer
+import JSONRPC
+
+/// `POST /v1/rpc`: JSON-RPC over HTTP, through the same dispatcher and method table as the socket transports
+/// (`RPCExchange.answer` over `Gateway.handle`). Each request is its own session, authenticated by its
+/// `Authorization: Bearer <apiKey>` header.
+enum RPCRoute {
+    @Sendable static func handle(_ request: RouteRequest) async -> HTTPResponse {
+        guard request.http.mediaType == "application/json" else {
+            return HTTPErrors.response(
+                415, reason: "unsupported_media_type", message: "send the JSON-RPC request as application/json")
+        }
+        let gateway = request.gateway
+        let info = ConnectionInfo(
+            id: ConnectionIDs.next(), transport: .http, listenAddress: request.http.listenAddress, peer: nil)
+        let session = GatewaySession(connection: info)
+        var authenticated = false
+        if let key = bearerKey(request.http.header("authorization")) {
+            do {
+                session.principal = try await request.services.tenants.authenticate(apiKey: key)
+                authenticated = true
+            } catch {
+                let rendered = renderedError(error).rpc
+                // A wrong key leaves the request anonymous (401 below unless it only asked open methods); anything
+                // else (the database down) is answered as such.
+                if rendered.code != -32001 {
+                    return rpcFailure(rendered, status: HTTPStatus.of(rendered))
+                }
+            }
+        }
+        guard
+            let answer = await RPCExchange.answer(
+                request.http.body, handler: gateway, session: session, connection: info,
+                maxDepth: JSONParsing.defaultMaxDepth)
+        else {
+            return HTTPResponse(status: 204)
+        }
+        let body = answer.last == 0x0A ? Array(answer.dropLast()) : answer
+        if !authenticated, asksForAuthentication(body) {
+            var response = HTTPResponse.json(401, body)
+            response.headers.append(("WWW-Authenticate", "Bearer"))
+            return response
+        }
+        return .json(200, body)
+    }
+
+    /// `GET /v1/openrpc.json`: the same document as `rpc.discover`.
+    @Sendable static func openRPC(_ request: RouteRequest) async -> HTTPResponse {
+        .json(200, JSONSerializer.serialize(request.gateway.openRPCDocument))
+    }
+
+    /// The key of `Bearer <key>` (scheme case-insensitive, RFC 7235); nil for no header. Another scheme is a key
+    /// that cannot match (so: 401).
+    static func bearerKey(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return "" }
+        return String(parts[1].trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Whether an unauthenticated answer refused something for want of a key (-32001 anywhere in it).
+    static func asksForAuthentication(_ body: [UInt8]) -> Bool {
+        guard let value = try? JSONParsing.parse(body) else { return false }
+        let responses = value.arrayValue ?? [value]
+        return responses.contains { $0["error"]?["code"]?.int64Value == -32001 }
+    }
+
+    static func rpcFailure(_ error: RPCError, status: Int) -> HTTPResponse {
+        var bytes: [UInt8] = []
+        RPCResponse(id: .null, result: .failure(error)).append(to: &bytes)
+        return .json(status, bytes)
+    }
+}
