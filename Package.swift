@@ -56,7 +56,7 @@ let package = Package(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC", "HTTPServer"]),
         .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
-        .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
+        .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit", "HTTPClient"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),
 

@@ -335,3 +335,27 @@ extension ScenarioSetup {
         try await admin.call("retention.configure", params)
     }
 }
+
+/// Opens the `retention` scenario's connections: `open` makes one transport connection (an HTTP client to the
+/// gateway's listener, from the executable) and returns how to send a body on it and how to close it. The JSON-RPC
+/// address the runner passes is not used: Apple's requests go to the HTTP route.
+public struct RetentionLoadConnector: LoadConnector {
+    public typealias Open = @Sendable () throws -> (send: RetentionSend, close: @Sendable () async -> Void)
+
+    let bodies: [[UInt8]]
+    let tally: RetentionTally
+    let threshold: Duration
+    let open: Open
+
+    public init(bodies: [[UInt8]], tally: RetentionTally, threshold: Duration, open: @escaping Open) {
+        self.bodies = bodies
+        self.tally = tally
+        self.threshold = threshold
+        self.open = open
+    }
+
+    public func connect(address: String) async throws -> any LoadConnection {
+        let (send, close) = try open()
+        return RetentionLoadConnection(bodies: bodies, tally: tally, threshold: threshold, send: send, onClose: close)
+    }
+}
