@@ -279,8 +279,11 @@ public struct RetentionReport: Sendable, Equatable, Codable {
     public var text: String {
         let t = responseTimes
         let u = responseTimesMicros
-        let failureText = failures.isEmpty ? "none" : failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
-            .joined(separator: ", ")
+        let failureText =
+            failures.isEmpty
+            ? "none"
+            : failures.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+                .joined(separator: ", ")
         return """
             Apple performance test shape: \(config.maxConcurrentRequests) concurrent, \(config.totalRequests) requests, \
             \(config.distinctSubscribers) distinct subscribers, threshold \(config.responseTimeThreshold) ms, \
@@ -325,8 +328,7 @@ extension ScenarioSetup {
 
     /// The tenant's app Apple id and Sandbox data (Apple's performance test runs in Sandbox), then its retention
     /// configuration.
-    static func setUpRetention(slug: String, options o: SetupOptions, admin: AdminClient) async throws(OfferLoadError)
-    {
+    static func setUpRetention(slug: String, options o: SetupOptions, admin: AdminClient) async throws(OfferLoadError) {
         try await admin.call(
             "tenants.update",
             ["tenant": .string(slug), "appAppleId": .int(Int(retentionAppAppleId)), "allowSandbox": true])

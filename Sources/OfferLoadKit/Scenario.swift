@@ -154,7 +154,9 @@ public struct MixSpec: Sendable, Equatable {
                 throw fail("unknown scenario '\(name)' (expected one of: \(known))")
             }
             guard kind != .mixed else { throw fail("'mixed' cannot be part of a mix") }
-            guard kind != .retention else { throw fail("'retention' cannot be part of a mix (it is Apple's HTTP call)") }
+            guard kind != .retention else {
+                throw fail("'retention' cannot be part of a mix (it is Apple's HTTP call)")
+            }
             guard !weights.contains(where: { $0.kind == kind }) else { throw fail("'\(name)' given twice") }
             guard let weight = Int(weightText), weight >= 0, weight <= 1_000_000 else {
                 throw fail("weight of '\(name)' must be a whole number in 0...1000000, got '\(weightText)'")

@@ -177,7 +177,8 @@ func runRetention(_ inv: Invocation, setup: SetupResult, say: @escaping @Sendabl
     case .open(let connections, _, let maxInFlight): concurrency = connections * maxInFlight
     }
     let apple = RetentionReport(
-        result: result, tally: tally.counts, concurrency: concurrency, distinctSubscribers: min(distinct, Int(result.measuredRequests + result.warmupRequests)),
+        result: result, tally: tally.counts, concurrency: concurrency,
+        distinctSubscribers: min(distinct, Int(result.measuredRequests + result.warmupRequests)),
         thresholdMs: threshold, successRateThreshold: successRate)
     if parsed.flag("json") {
         Console.out("{\"report\":\(report.json()),\"applePerformanceTest\":\(apple.json())}\n")

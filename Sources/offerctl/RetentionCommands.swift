@@ -72,7 +72,10 @@ enum RetentionCommands {
                 ["kind": "alternate", "id": entry["productId"] ?? .null, "messageId": entry["messageId"] ?? .null])
         }
         if !rows.isEmpty {
-            Console.out("\n" + Output.table(rows, columns: [("kind", "KIND"), ("id", "OFFER/PRODUCT"), ("messageId", "MESSAGE")]))
+            Console.out(
+                "\n"
+                    + Output.table(
+                        rows, columns: [("kind", "KIND"), ("id", "OFFER/PRODUCT"), ("messageId", "MESSAGE")]))
         }
     }
 }

@@ -16,7 +16,8 @@ import Testing
             ])
             #expect(configured.status == 0, "\(configured)")
             let lines = configured.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            #expect(lines.prefix(3) == ["tenant           acme", "default message  msg-default", "budget ms        300"])
+            #expect(
+                lines.prefix(3) == ["tenant           acme", "default message  msg-default", "budget ms        300"])
             #expect(lines.contains("KIND       OFFER/PRODUCT        MESSAGE"), "\(configured)")
             #expect(lines.contains("offer      promo-m              msg-promo"), "\(configured)")
             #expect(lines.contains("alternate  com.acme.pro.yearly  msg-yearly"), "\(configured)")
@@ -42,7 +43,10 @@ import Testing
 
     static let cases: [([String], String)] = [
         (["retention", "configure", "acme"], "missing --default-message"),
-        (["retention", "configure", "acme", "--default-message", "m", "--offer", "promo"], "--offer takes ID=MESSAGE, got 'promo'"),
+        (
+            ["retention", "configure", "acme", "--default-message", "m", "--offer", "promo"],
+            "--offer takes ID=MESSAGE, got 'promo'"
+        ),
         (
             ["retention", "configure", "acme", "--default-message", "m", "--alternate", "=m"],
             "--alternate takes ID=MESSAGE, got '=m'"

@@ -52,7 +52,8 @@ struct RetentionHTTPTests {
                     == ["message": ["messageIdentifier": .string(RetentionTests.defaultMessage)]])
 
             let parts = try app.signed(app.retentionPayload(original: original)).split(separator: ".").map(String.init)
-            let forged = parts[0] + "."
+            let forged =
+                parts[0] + "."
                 + Base64URL.encode(JSONSerializer.serialize(app.retentionPayload(original: "4000000000000102"))) + "."
                 + parts[2]
             let refusals: [(String, [UInt8], Int, String)] = [

@@ -34,9 +34,16 @@ struct RetentionTests {
     func configureValidates() async throws {
         try await Self.withRetention { app, _ in
             let cases: [(JSONObject, String, String)] = [
-                (["offers": [["offerId": "promo.nope", "messageId": "m1"]]], "params.offers[0].offerId", "unknown_offer"),
                 (
-                    ["offers": [["offerId": "promo.free", "messageId": "m1"], ["offerId": "intro.week", "messageId": "m2"]]],
+                    ["offers": [["offerId": "promo.nope", "messageId": "m1"]]], "params.offers[0].offerId",
+                    "unknown_offer"
+                ),
+                (
+                    [
+                        "offers": [
+                            ["offerId": "promo.free", "messageId": "m1"], ["offerId": "intro.week", "messageId": "m2"],
+                        ]
+                    ],
                     "params.offers[1].offerId", "not_promotional"
                 ),
                 (
@@ -44,11 +51,16 @@ struct RetentionTests {
                     "params.alternateProducts[0].productId", "unknown_product"
                 ),
                 (["offers": [], "budgetMs": 0], "params.budgetMs", "invalid_value"),
-                (["offers": [["offerId": "promo.free", "messageId": ""]]], "params.offers[0].messageId", "invalid_value"),
+                (
+                    ["offers": [["offerId": "promo.free", "messageId": ""]]], "params.offers[0].messageId",
+                    "invalid_value"
+                ),
                 (["offers": [], "defaultMessageId": ""], "params.defaultMessageId", "invalid_value"),
             ]
             for (extra, param, reason) in cases {
-                var params: JSONObject = ["tenant": .string(app.slug), "defaultMessageId": .string(Self.defaultMessage)]
+                var params: JSONObject = [
+                    "tenant": .string(app.slug), "defaultMessageId": .string(Self.defaultMessage),
+                ]
                 for member in extra { params[member.key] = member.value }
                 let error = await expectRPCError(-32602, param: param) {
                     try await app.admin.call(method: "retention.configure", params: .object(params))
@@ -102,7 +114,9 @@ struct RetentionTests {
             }
             #expect(messageId == Self.freeMessage)
             #expect(outcome.fallbackReason == nil)
-            #expect(Wire.retentionAnswer(outcome.answer)["promotionalOffer"]?["promotionalOfferSignatureV2"] == .string(jws))
+            #expect(
+                Wire.retentionAnswer(outcome.answer)["promotionalOffer"]?["promotionalOfferSignatureV2"] == .string(jws)
+            )
 
             // The public key verifies it; header and claims as Apple's docs have them.
             #expect(try PublicKey(pem: key.publicKeyPEM).verifyJWS(compact: jws))
@@ -155,7 +169,9 @@ struct RetentionTests {
                 """)
             let row = try #require(ledger.first)
             #expect(
-                try row.decode(String.self, String.self, String.self, String.self) == ("jws", token, "promo.free", original))
+                try row.decode(String.self, String.self, String.self, String.self) == (
+                    "jws", token, "promo.free", original
+                ))
             let answers = try await app.recordedAnswers(count: 1)
             #expect(answers.first?.kind == .promotionalOffer)
             #expect(answers.first?.requestId == requestId)
@@ -165,7 +181,9 @@ struct RetentionTests {
             #expect(answers.first?.originalTransactionId == original)
 
             // With a message for promo.half too, the better offer wins.
-            try await app.configureRetention(offers: [("promo.free", Self.freeMessage), ("promo.half", Self.halfMessage)])
+            try await app.configureRetention(offers: [
+                ("promo.free", Self.freeMessage), ("promo.half", Self.halfMessage),
+            ])
             let second = try await app.askRetention(original: original)
             guard case .promotionalOffer(let secondMessage, let secondJWS) = second.answer else {
                 Issue.record("expected a promotional offer, got \(second.answer)")
@@ -190,18 +208,24 @@ struct RetentionTests {
                         id: original, purchase: days(-10), expires: days(20), token: token, signed: days(-10))
                 ],
                 renewals: [app.payloads.renewal(original: original, autoRenewStatus: 1, signed: days(-1))])
-            try await app.configureRetention(offers: [("promo.free", Self.freeMessage), ("promo.half", Self.halfMessage)])
+            try await app.configureRetention(offers: [
+                ("promo.free", Self.freeMessage), ("promo.half", Self.halfMessage),
+            ])
             let ineligible = try await app.askRetention(original: original)
             #expect(ineligible.answer == .message(messageId: Self.defaultMessage))
             #expect(ineligible.fallbackReason == "no_offer")
-            #expect(Wire.retentionAnswer(ineligible.answer) == ["message": ["messageIdentifier": .string(Self.defaultMessage)]])
+            #expect(
+                Wire.retentionAnswer(ineligible.answer) == [
+                    "message": ["messageIdentifier": .string(Self.defaultMessage)]
+                ])
             // Nobody is linked to this chain.
             let stranger = try await app.askRetention(original: "4999999999999999")
             #expect(stranger.answer == .message(messageId: Self.defaultMessage))
             #expect(stranger.fallbackReason == "no_customer")
 
             try await app.configureRetention(
-                offers: [("promo.free", Self.freeMessage)], alternates: [("monthly", Self.halfMessage), ("yearly", Self.yearlyMessage)])
+                offers: [("promo.free", Self.freeMessage)],
+                alternates: [("monthly", Self.halfMessage), ("yearly", Self.yearlyMessage)])
             let alternate = try await app.askRetention(original: original)
             #expect(alternate.answer == .alternateProduct(messageId: Self.yearlyMessage, productId: "yearly"))
             #expect(
@@ -228,7 +252,8 @@ struct RetentionTests {
             let good = try app.signed(app.retentionPayload(original: original))
             let parts = good.split(separator: ".").map(String.init)
             // Another subscriber's request under the genuine signature.
-            let forged = parts[0] + "."
+            let forged =
+                parts[0] + "."
                 + Base64URL.encode(JSONSerializer.serialize(app.retentionPayload(original: "4000000000000004"))) + "."
                 + parts[2]
             let foreign = try app.signed(app.retentionPayload(original: original, appAppleId: 42))
@@ -339,7 +364,10 @@ extension AppleTenant {
     /// A subscriber of `monthly` with auto-renew turned off: at risk, in every promotional offer's default audience.
     func atRisk(token: String, original: String) async throws {
         try await transactions(
-            [payloads.transaction(id: original, purchase: days(-10), expires: days(20), token: token, signed: days(-10))],
+            [
+                payloads.transaction(
+                    id: original, purchase: days(-10), expires: days(20), token: token, signed: days(-10))
+            ],
             renewals: [payloads.renewal(original: original, autoRenewStatus: 0, signed: days(-1))])
     }
 

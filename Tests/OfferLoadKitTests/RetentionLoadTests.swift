@@ -21,7 +21,8 @@ import Testing
         #expect(tally.record(status: 200, body: Self.alternate))
         #expect(tally.record(status: 200, body: Self.message, late: true))
         for bad in [
-            #"{"message":{}}"#, #"{"message":{"messageIdentifier":""}}"#, #"{"promotionalOffer":{"messageIdentifier":"m"}}"#,
+            #"{"message":{}}"#, #"{"message":{"messageIdentifier":""}}"#,
+            #"{"promotionalOffer":{"messageIdentifier":"m"}}"#,
             #"{"message":{"messageIdentifier":"m"},"alternateProduct":{"messageIdentifier":"m","productId":"p"}}"#,
             "not json", "",
         ] {
@@ -81,7 +82,10 @@ import Testing
             ScenarioSetup.retentionSubscribers(seed).map(\.originalTransactionId) == ["r-t0-0", "r-t1-0", "r-t2-0"])
         #expect(ScenarioSetup.retentionSubscribers(seed).map(\.productId) == ["p0", "p1", "p0"])
         let params = ScenarioSetup.retentionParams(products: 2, offers: 4)
-        #expect(params["offers"] == [["offerId": "p0-o3", "messageId": "msg-p0-o3"], ["offerId": "p1-o3", "messageId": "msg-p1-o3"]])
+        #expect(
+            params["offers"] == [
+                ["offerId": "p0-o3", "messageId": "msg-p0-o3"], ["offerId": "p1-o3", "messageId": "msg-p1-o3"],
+            ])
     }
 
     @Test func connectionCountsAnswersAndFailures() async {

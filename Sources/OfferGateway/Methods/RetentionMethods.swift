@@ -38,7 +38,11 @@ extension Wire {
     static func retentionAnswer(_ answer: RetentionService.Answer) -> JSONValue {
         switch answer {
         case .promotionalOffer(let messageId, let jws):
-            ["promotionalOffer": ["messageIdentifier": .string(messageId), "promotionalOfferSignatureV2": .string(jws)]]
+            [
+                "promotionalOffer": [
+                    "messageIdentifier": .string(messageId), "promotionalOfferSignatureV2": .string(jws),
+                ]
+            ]
         case .alternateProduct(let messageId, let productId):
             ["alternateProduct": ["messageIdentifier": .string(messageId), "productId": .string(productId)]]
         case .message(let messageId):

@@ -313,7 +313,8 @@ struct RetentionService: Sendable {
     private func record(
         _ outcome: Outcome, decision: Decision, request: AppleDataService.RetentionRequest, tenant: TenantRecord
     ) {
-        let micros = outcome.latency.components.seconds * 1_000_000
+        let micros =
+            outcome.latency.components.seconds * 1_000_000
             + outcome.latency.components.attoseconds / 1_000_000_000_000
         let row = RetentionAnswerRow(
             tenant: tenant.id,

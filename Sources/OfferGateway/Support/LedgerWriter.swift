@@ -110,5 +110,7 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
         }
     }
 
-    private static var stopped: GatewayError { GatewayError.unavailable("the gateway is shutting down; retry on another") }
+    private static var stopped: GatewayError {
+        GatewayError.unavailable("the gateway is shutting down; retry on another")
+    }
 }
