@@ -28,7 +28,7 @@ struct RetentionService: Sendable {
     static let defaultBudgetMs = 500
     static let budgetRange = 1...10_000
     /// Most offers, and most alternate products, one configuration holds.
-    static let maxMessages = 100
+    static let maxMessages = 1_000
 
     struct OfferMessage: Decodable, Sendable {
         let offerId: String
