@@ -49,14 +49,15 @@ let package = Package(
             name: "OfferGateway",
             dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics", "HTTPServer"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics"]),
+        .target(
+            name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC", "HTTPServer"]),
         .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
-        .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit", "HTTPClient"]),
+        .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),
 

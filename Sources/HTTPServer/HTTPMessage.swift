@@ -55,11 +55,25 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: body)
     }
 
-    /// The listener's own refusals (before the application sees the request): `{"reason","message"}`. Both are
-    /// fixed ASCII strings of this module, so they need no escaping.
-    static func refusal(_ status: Int, reason: String, message: String) -> HTTPResponse {
-        var response = json(status, Array("{\"reason\":\"\(reason)\",\"message\":\"\(message)\"}".utf8))
-        // The rest of the request may be unread (or unreadable): do not reuse the connection.
+}
+
+/// A request the listener answers itself, before the application sees it.
+struct Refusal: Sendable {
+    let status: Int
+    /// snake_case, for the body and the log event.
+    let reason: String
+    let message: String
+
+    init(_ status: Int, reason: String, message: String) {
+        self.status = status
+        self.reason = reason
+        self.message = message
+    }
+
+    /// `{"reason","message"}` (fixed ASCII strings of this module: no escaping needed), closing the connection:
+    /// the rest of the request may be unread, or unreadable.
+    var response: HTTPResponse {
+        var response = HTTPResponse.json(status, Array("{\"reason\":\"\(reason)\",\"message\":\"\(message)\"}".utf8))
         response.headers.append(("Connection", "close"))
         return response
     }

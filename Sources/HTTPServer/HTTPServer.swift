@@ -214,7 +214,7 @@ final class PendingRequest: @unchecked Sendable {
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
     /// Set when the listener refuses the request (answered once the body, if any, has been read and dropped).
-    var refusal: HTTPResponse?
+    var refusal: Refusal?
     /// A response is queued already (a refusal answered at the first call).
     var answered = false
     let response = Mutex<HTTPResponse?>(nil)
@@ -242,14 +242,14 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         if let url, let path = String(validatingCString: url) {
             pending.path = path
         } else {
-            pending.refusal = .refusal(400, reason: "invalid_path", message: "the path is not valid UTF-8")
+            pending.refusal = Refusal(400, reason: "invalid_path", message: "the path is not valid UTF-8")
         }
         if pending.refusal == nil { pending.refusal = framingRefusal(pending.headers, listener.configuration) }
         if let refusal = pending.refusal {
-            listener.configuration.logger?(.refused(status: refusal.status, reason: reasonOf(refusal)))
+            listener.configuration.logger?(.refused(status: refusal.status, reason: refusal.reason))
             // Answered at once (libmicrohttpd then skips any body and closes); if it cannot take a response yet,
             // the body is read and dropped and the refusal answered at its end.
-            if queue(refusal, on: connection, closing: true) == OG_MHD_YES { pending.answered = true }
+            if queue(refusal.response, on: connection, closing: true) == OG_MHD_YES { pending.answered = true }
         }
         return OG_MHD_YES
     }
@@ -259,7 +259,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         if pending.refusal == nil, let uploadData {
             if pending.body.count + size > listener.configuration.maxBodyBytes {
                 pending.body = []
-                pending.refusal = .refusal(
+                pending.refusal = Refusal(
                     413, reason: "body_too_large", message: "the body is larger than the frame limit")
                 listener.configuration.logger?(.refused(status: 413, reason: "body_too_large"))
             } else {
@@ -274,7 +274,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     if pending.answered { return OG_MHD_YES }
     switch pending.phase {
     case .receiving:
-        if let refusal = pending.refusal { return queue(refusal, on: connection, closing: true) }
+        if let refusal = pending.refusal { return queue(refusal.response, on: connection, closing: true) }
         pending.phase = .handling
         listener.deadlines.withLock { $0.handling(pending.fd) }
         let request = HTTPRequest(
@@ -288,7 +288,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         // Resumed: the handler's response is there.
         let response =
             pending.response.withLock { $0 }
-            ?? .refusal(500, reason: "internal_error", message: "the handler gave no response")
+            ?? Refusal(500, reason: "internal_error", message: "the handler gave no response").response
         return queue(response, on: connection, closing: listener.server.isShuttingDown)
     }
 }
@@ -315,34 +315,26 @@ private let connectionEvent: MHD_NotifyConnectionCallback = { cls, connection, _
 /// Refuses what could be read two ways (request smuggling) or cannot be read at all, and bodies announced larger
 /// than the limit. libmicrohttpd parses; this only declines shapes a server may reject (RFC 9112 §6.3).
 private func framingRefusal(_ headers: [(name: String, value: String)], _ configuration: HTTPServerConfiguration)
-    -> HTTPResponse?
+    -> Refusal?
 {
     let lengths = headers.filter { $0.name == "content-length" }
     let encodings = headers.filter { $0.name == "transfer-encoding" }
     if lengths.count > 1 || (!lengths.isEmpty && !encodings.isEmpty) {
-        return .refusal(
+        return Refusal(
             400, reason: "ambiguous_length", message: "give either one Content-Length or Transfer-Encoding: chunked")
     }
     if encodings.count > 1 || encodings.contains(where: { $0.value.trimmingSpaces.lowercased() != "chunked" }) {
-        return .refusal(400, reason: "unsupported_transfer_encoding", message: "only Transfer-Encoding: chunked")
+        return Refusal(400, reason: "unsupported_transfer_encoding", message: "only Transfer-Encoding: chunked")
     }
     if let length = lengths.first {
         guard let bytes = Int(length.value.trimmingSpaces), bytes >= 0 else {
-            return .refusal(400, reason: "invalid_content_length", message: "Content-Length is not a number")
+            return Refusal(400, reason: "invalid_content_length", message: "Content-Length is not a number")
         }
         if bytes > configuration.maxBodyBytes {
-            return .refusal(413, reason: "body_too_large", message: "the body is larger than the frame limit")
+            return Refusal(413, reason: "body_too_large", message: "the body is larger than the frame limit")
         }
     }
     return nil
-}
-
-private func reasonOf(_ response: HTTPResponse) -> String {
-    // Our refusals' bodies start with {"reason":"<reason>"; only used for the log event.
-    let text = String(decoding: response.body, as: UTF8.self)
-    guard let start = text.range(of: "\"reason\":\"")?.upperBound, let end = text[start...].firstIndex(of: "\"")
-    else { return "refused" }
-    return String(text[start..<end])
 }
 
 /// The request's header fields, names lowercased.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import JSONRPC
 import Metrics
 import OfferCrypto
@@ -338,11 +339,10 @@ extension ScenarioSetup {
     }
 }
 
-/// Opens the `retention` scenario's connections: `open` makes one transport connection (an HTTP client to the
-/// gateway's listener, from the executable) and returns how to send a body on it and how to close it. The JSON-RPC
-/// address the runner passes is not used: Apple's requests go to the HTTP route.
+/// Opens the `retention` scenario's connections: `open` makes one transport connection to `address` (the runner's
+/// target for the connection) and returns how to send a body on it and how to close it.
 public struct RetentionLoadConnector: LoadConnector {
-    public typealias Open = @Sendable () throws -> (send: RetentionSend, close: @Sendable () async -> Void)
+    public typealias Open = @Sendable (String) throws -> (send: RetentionSend, close: @Sendable () async -> Void)
 
     let bodies: [[UInt8]]
     let tally: RetentionTally
@@ -356,8 +356,32 @@ public struct RetentionLoadConnector: LoadConnector {
         self.open = open
     }
 
+    /// Over HTTP: one libcurl connection (kept alive) per load connection to `address` (`http://HOST:PORT`, or
+    /// `unix:/path`, as `--http` takes it), POSTing to `/v1/apple/{tenant}/retention` as Apple does (no API key).
+    public static func overHTTP(
+        tenant: String, bodies: [[UInt8]], tally: RetentionTally, threshold: Duration, timeout: Duration
+    ) -> RetentionLoadConnector {
+        let path = "/v1/apple/\(tenant)/retention"
+        return RetentionLoadConnector(bodies: bodies, tally: tally, threshold: threshold) { address in
+            guard address.hasPrefix("unix:") || address.hasPrefix("http://") else {
+                throw OfferLoadError(.connectFailed, context: address, "--http takes http://HOST:PORT or unix:/path")
+            }
+            let endpoint =
+                address.hasPrefix("unix:")
+                ? HTTPEndpoint(baseURL: "http://localhost", unixSocketPath: String(address.dropFirst(5)))
+                : HTTPEndpoint(baseURL: address)
+            let connection = try HTTPConnection(endpoint, timeout: timeout)
+            let send: RetentionSend = { body in
+                let response = try await connection.send(
+                    "POST", path, headers: [("Content-Type", "application/json")], body: body)
+                return (response.status, response.body)
+            }
+            return (send, {})
+        }
+    }
+
     public func connect(address: String) async throws -> any LoadConnection {
-        let (send, close) = try open()
+        let (send, close) = try open(address)
         return RetentionLoadConnection(bodies: bodies, tally: tally, threshold: threshold, send: send, onClose: close)
     }
 }

@@ -2,7 +2,6 @@
 // API, the load engine over JSON-RPC, the invariant check through the admin API and the database, and the reports.
 import CLIKit
 import Foundation
-import HTTPClient
 import OfferLoadKit
 
 #if canImport(Glibc)
@@ -24,7 +23,7 @@ let offerLoadCommand = CommandSpec(
         above a limit, no one-time code redeemed twice, no idempotency key with two redemptions.
         retention reproduces Apple's Retention Messaging performance test: requests signed under --apple-ca (a test
         CA the gateway trusts through --apple-root-cert), each for its own subscriber, POSTed to
-        --http-url/v1/apple/{tenant}/retention; --connections is the concurrency, --requests the total; it reports
+        --http URL/v1/apple/{tenant}/retention; --connections is the concurrency, --requests the total; it reports
         Apple's figures (success rate, p50/p90/p95/p99 against --threshold-ms) and fails (exit 3) below
         --success-rate.
         Exit status: 0 done, 1 runtime failure (connect, setup, database), 2 invariant breach, 3 retention
@@ -35,6 +34,11 @@ let offerLoadCommand = CommandSpec(
         .option(
             "connect", "ADDR",
             "Gateway address, unix:/path or tcp:host:port; connections are spread round-robin over all of them",
+            repeatable: true),
+        .option(
+            "http", "URL",
+            "Send the scenario's requests over HTTP, POST URL/v1/rpc (http://HOST:PORT, or unix:/path), with keep-alive "
+                + "and a Bearer key; repeatable (round-robin); --connect still serves setup and checks",
             repeatable: true),
         .option("connections", "N", "Connections to open (default: 16)"),
         .option("depth", "N", "Requests in flight per connection, closed loop (default: 1)"),
@@ -60,7 +64,6 @@ let offerLoadCommand = CommandSpec(
             "database-url", "URL", "libpq conninfo or URI for the invariant check's read-only SQL",
             environment: "DATABASE_URL"),
         .option("report", "FILE", "Also write a self-contained HTML report (charts as inline SVG)"),
-        .option("http-url", "URL", "retention: the gateway's HTTP listener, e.g. http://127.0.0.1:8080"),
         .option("apple-ca", "FILE", "retention: the test CA's leaf key and x5c, as JSON {leafKeyPKCS8, x5c}"),
         .option("threshold-ms", "MS", "retention: Apple's response time threshold", default: "700"),
         .option("success-rate", "PERCENT", "retention: Apple's success rate threshold", default: "100"),
@@ -127,8 +130,8 @@ func parseInvocation(_ parsed: ParsedCommand) throws -> Invocation {
     default: throw UsageError("--sign-format takes v1, jws or both", command: [])
     }
     if kind == .retention {
-        guard parsed.value("http-url") != nil, parsed.value("apple-ca") != nil else {
-            throw UsageError("retention needs --http-url and --apple-ca", command: [])
+        guard !parsed.values("http").isEmpty, parsed.value("apple-ca") != nil else {
+            throw UsageError("retention needs --http and --apple-ca", command: [])
         }
         _ = try parsed.integer("threshold-ms", in: 1...60_000)
         _ = try parsed.integer("success-rate", in: 0...100)
@@ -154,23 +157,17 @@ func runRetention(_ inv: Invocation, setup: SetupResult, say: @escaping @Sendabl
     // One body per subscriber, signed now (no signing under load); request i asks about subscriber i % distinct.
     say("signing \(distinct) retention requests, one per subscriber")
     let bodies = try signer.bodies(Array(subscribers.prefix(distinct)), count: distinct)
-    let endpoint = HTTPEndpoint(baseURL: parsed.value("http-url") ?? "")
-    let path = "/v1/apple/\(setup.tenant)/retention"
-    let timeout = Duration.milliseconds(Int64(inv.callTimeout * 1000))
     let tally = RetentionTally()
-    let connector = RetentionLoadConnector(bodies: bodies, tally: tally, threshold: .milliseconds(threshold)) {
-        let connection = try HTTPConnection(endpoint, timeout: timeout)
-        let send: RetentionSend = { body in
-            let response = try await connection.send(
-                "POST", path, headers: [("Content-Type", "application/json")], body: body)
-            return (response.status, response.body)
-        }
-        return (send, {})
-    }
+    let connector = RetentionLoadConnector.overHTTP(
+        tenant: setup.tenant, bodies: bodies, tally: tally, threshold: .milliseconds(threshold),
+        timeout: .milliseconds(Int64(inv.callTimeout * 1000)))
+    // The requests go to the HTTP listener(s); the setup stayed on --connect.
+    var plan = inv.plan
+    plan.targets = parsed.values("http")
     let request = try inv.scenario.requests(setup.fixture)
-    say("running retention: \(ModelSummary(inv.plan).text) against \(endpoint.baseURL)\(path)")
-    let result = try await LoadRunner(connector: connector).run(inv.plan, request: request)
-    let report = RunReport(scenario: inv.scenario.name, plan: inv.plan, result: result, invariants: nil)
+    say("running retention: \(ModelSummary(plan).text) against \(plan.targets.joined(separator: ", "))")
+    let result = try await LoadRunner(connector: connector).run(plan, request: request)
+    let report = RunReport(scenario: inv.scenario.name, plan: plan, result: result, invariants: nil)
     let concurrency: Int
     switch inv.plan.model {
     case .closed(let connections, let depth): concurrency = connections * depth
@@ -296,10 +293,20 @@ func run(_ inv: Invocation) async throws -> Int32 {
             beforeAPI = try await apiStats(redeemCampaigns, tenant: setup.tenant, admin: admin)
         }
     }
-    let targets = inv.plan.targets.joined(separator: ", ")
+    let targets = (parsed.values("http").isEmpty ? inv.plan.targets : parsed.values("http")).joined(separator: ", ")
     say("running \(inv.scenario.name): \(ModelSummary(inv.plan).text) against \(targets)")
-    let connector = RPCLoadConnector(apiKey: setup?.apiKey, callTimeout: .milliseconds(Int64(inv.callTimeout * 1000)))
-    let result = try await LoadRunner(connector: connector).run(inv.plan, request: request)
+    let callTimeout = Duration.milliseconds(Int64(inv.callTimeout * 1000))
+    let overHTTP = parsed.values("http")
+    var plan = inv.plan
+    let connector: any LoadConnector
+    if overHTTP.isEmpty {
+        connector = RPCLoadConnector(apiKey: setup?.apiKey, callTimeout: callTimeout)
+    } else {
+        // The load goes to the HTTP listener; setup and the invariant checks stay on --connect.
+        plan.targets = overHTTP
+        connector = HTTPLoadConnector(apiKey: setup?.apiKey, callTimeout: callTimeout)
+    }
+    let result = try await LoadRunner(connector: connector).run(plan, request: request)
 
     var invariants: InvariantReport?
     if let setup, inv.scenario.redeems {
@@ -340,7 +347,7 @@ func run(_ inv: Invocation) async throws -> Int32 {
         }
         invariants = ledger.check()
     }
-    let report = RunReport(scenario: inv.scenario.name, plan: inv.plan, result: result, invariants: invariants)
+    let report = RunReport(scenario: inv.scenario.name, plan: plan, result: result, invariants: invariants)
     Console.out(parsed.flag("json") ? report.json() + "\n" : SummaryRenderer.render(report))
     if let file = parsed.value("report") {
         do {

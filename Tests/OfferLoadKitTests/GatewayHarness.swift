@@ -43,6 +43,8 @@ final class SpawnedGateway: Sendable {
     /// The gateway's stderr (a file: a pipe or the runner's own stderr could be held open by grandchildren).
     let stderrPath: String
     var address: String { "unix:\(socket)" }
+    /// The gateway's HTTP listener, on a Unix socket beside the JSON-RPC one (for `HTTPLoadConnector`).
+    var httpAddress: String { "unix:\(socket).http" }
 
     static var binary: String { PackagePaths.binary("offergate") }
 
@@ -76,11 +78,16 @@ final class SpawnedGateway: Sendable {
             .base64EncodedString()
         let stderrPath = socket + ".err"
         let process = try ChildProcess.spawn(
-            binary, ["serve", "--listen", "unix:\(socket)", "--database-url", conninfo, "--log-level", "error"],
+            binary,
+            [
+                "serve", "--listen", "unix:\(socket)", "--http", "unix:\(socket).http", "--database-url", conninfo,
+                "--log-level", "error",
+            ],
             environment: environment, stderr: stderrPath)
         let gateway = SpawnedGateway(process: process, socket: socket, stderrPath: stderrPath)
         for _ in 0..<300 {
-            if FileManager.default.fileExists(atPath: socket) { return gateway }
+            // The HTTP listener binds after the JSON-RPC one.
+            if FileManager.default.fileExists(atPath: socket + ".http") { return gateway }
             guard process.isRunning else { throw DidNotStart(description: "offergate exited at start") }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -92,6 +99,7 @@ final class SpawnedGateway: Sendable {
         if process.isRunning { process.terminate() }
         for _ in 0..<200 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
         try? FileManager.default.removeItem(atPath: socket)
+        try? FileManager.default.removeItem(atPath: socket + ".http")
         try? FileManager.default.removeItem(atPath: stderrPath)
     }
 }

@@ -11,6 +11,34 @@ import Testing
         runTag: SetupOptions.freshRunTag(), products: 3, offersPerProduct: 6, customers: 20,
         now: Date(timeIntervalSince1970: 1_795_000_000))
 
+    @Test("--http: best and ping over POST /v1/rpc (keep-alive, Bearer key), a wrong key answered -32001")
+    func bestAndPingOverHTTP() async throws {
+        try await SpawnedGateway.with { gateway, _ in
+            let admin = try await AdminClient.connect(address: gateway.address, adminKey: SpawnedGateway.adminKey)
+            defer { admin.close() }
+            let setup = try await ScenarioSetup.run(
+                [.tenant, .catalog, .signingKey, .customersWithHistories], options: Self.options, admin: admin)
+            let best = try Scenario(kind: .best).requests(setup.fixture)
+            let plan = LoadPlan(
+                model: .closed(connections: 3, depth: 1), stop: .requests(150), targets: [gateway.httpAddress])
+            let result = try await LoadRunner(connector: HTTPLoadConnector(apiKey: setup.apiKey)).run(
+                plan, request: best)
+            #expect(result.measuredRequests == 150)
+            #expect(result.measuredSuccesses == 150)
+            #expect(result.errors.isEmpty)
+            let ping = try Scenario(kind: .ping).requests(setup.fixture)
+            let pings = try await LoadRunner(connector: HTTPLoadConnector(apiKey: nil)).run(
+                LoadPlan(model: .closed(connections: 2, depth: 1), stop: .requests(50), targets: [gateway.httpAddress]),
+                request: ping)
+            #expect(pings.measuredSuccesses == 50)
+            let refused = try await LoadRunner(connector: HTTPLoadConnector(apiKey: "og_wrong_key")).run(
+                LoadPlan(model: .closed(connections: 1, depth: 1), stop: .requests(10), targets: [gateway.httpAddress]),
+                request: best)
+            #expect(refused.measuredSuccesses == 0)
+            #expect(refused.errors == ["-32001": 10], "\(refused.errors)")
+        }
+    }
+
     @Test func setupThenBestAndSignRunsHaveRealFigures() async throws {
         try await SpawnedGateway.with { gateway, conninfo in
             let admin = try await AdminClient.connect(address: gateway.address, adminKey: SpawnedGateway.adminKey)

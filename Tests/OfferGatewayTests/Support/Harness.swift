@@ -21,8 +21,8 @@ struct TestGateway: Sendable {
     let configuration: PostgresConfiguration
     let unix: ListenAddress
     let tcp: ListenAddress
-    /// The HTTP listener (`--http tcp:127.0.0.1:0`).
-    let http: ListenAddress
+    /// The HTTP listener (`--http tcp:127.0.0.1:0`; port 0 for gateways a test starts without one).
+    var http: ListenAddress = .tcp(host: "127.0.0.1", port: 0)
     let logs: MemoryLogSink
 
     /// Runs `body` against a fresh gateway (and database), then shuts both down.
