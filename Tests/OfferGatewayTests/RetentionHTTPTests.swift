@@ -91,7 +91,7 @@ extension RetentionDatabaseDownTests {
         try await RetentionTests.withRetention(server: Self.server) { app, _ in
             try await app.atRisk(token: UUID().uuidString.lowercased(), original: "4000000000000110")
             try await app.atRisk(token: UUID().uuidString.lowercased(), original: "4000000000000111")
-            try await app.configureRetention(offers: [("promo.free", RetentionTests.freeMessage)], budgetMs: 2_000)
+            try await app.configureRetention(offers: [("promo.free", RetentionTests.freeMessage)], budgetMs: 5_000)
             let path = "/v1/apple/\(app.slug)/retention"
             let http = try app.gateway.httpConnection()
             let warm = try await http.send(
