@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONRPC"]),
         .testTarget(
             name: "OfferLoadKitTests",
-            dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport", "Metrics"]),
+            dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport", "Metrics", "OfferCrypto"]),
         // Runs the built offerctl against a real gateway (black-box, like an operator would).
         .testTarget(name: "OfferCtlTests", dependencies: ["JSONRPC", "Postgres", "OfferTestSupport"]),
     ],

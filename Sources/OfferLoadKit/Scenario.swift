@@ -15,6 +15,9 @@ public enum ScenarioKind: String, CaseIterable, Sendable, Codable {
     case redeemOneTime = "redeem-onetime"
     /// A weighted mix of the others (`--mix best=70,sign=20,redeem-hot=10`).
     case mixed
+    /// Apple's Retention Messaging realtime requests, signed, over HTTP (`POST /v1/apple/{tenant}/retention`), in
+    /// the shape of Apple's performance test (see `RetentionReport`).
+    case retention
 
     /// Parses a scenario name as given on the command line.
     public static func named(_ name: String) throws(OfferLoadError) -> ScenarioKind {
@@ -37,6 +40,7 @@ public enum ScenarioKind: String, CaseIterable, Sendable, Codable {
         case .redeemHot: [.tenant, .catalog, .customCodeCampaign]
         case .redeemOneTime: [.tenant, .catalog, .oneTimeCodeCampaign]
         case .mixed: []
+        case .retention: [.tenant, .catalog, .signingKey, .customersWithHistories, .retentionMessaging]
         }
     }
 }
@@ -58,6 +62,8 @@ public struct SetupNeeds: OptionSet, Sendable, Hashable {
     public static let oneTimeCodeCampaign = SetupNeeds(rawValue: 1 << 4)
     /// Customers with subscription histories (`subscriptions.record`), some lapsed, some active.
     public static let customersWithHistories = SetupNeeds(rawValue: 1 << 5)
+    /// The tenant's app Apple id, Sandbox allowed, and a Retention Messaging configuration (`retention.configure`).
+    public static let retentionMessaging = SetupNeeds(rawValue: 1 << 6)
 }
 
 /// A product and one of its promotional offers, as the `sign` scenario uses them.
@@ -88,12 +94,15 @@ public struct ScenarioFixture: Sendable, Equatable, Codable {
     /// The one-time codes and their campaign (for `redeem-onetime`).
     public var oneTimeCodes: [String]
     public var oneTimeCampaignId: String?
+    /// The subscribers retention requests ask about (for `retention`).
+    public var retentionSubscribers: [RetentionSubscriber]
 
     public init(
         runTag: String, customers: [String] = [], products: [String] = [], promotionalOffers: [OfferRef] = [],
         signFormats: [String] = ["v1", "jws"], hotCode: String? = nil, hotCampaignId: String? = nil,
-        oneTimeCodes: [String] = [], oneTimeCampaignId: String? = nil
+        oneTimeCodes: [String] = [], oneTimeCampaignId: String? = nil, retentionSubscribers: [RetentionSubscriber] = []
     ) {
+        self.retentionSubscribers = retentionSubscribers
         self.runTag = runTag
         self.customers = customers
         self.products = products
@@ -140,10 +149,14 @@ public struct MixSpec: Sendable, Equatable {
             let name = parts[0].trimmingCharacters(in: .whitespaces)
             let weightText = parts[1].trimmingCharacters(in: .whitespaces)
             guard let kind = ScenarioKind(rawValue: name) else {
-                let known = ScenarioKind.allCases.filter { $0 != .mixed }.map(\.rawValue).joined(separator: ", ")
+                let known = ScenarioKind.allCases.filter { $0 != .mixed && $0 != .retention }.map(\.rawValue)
+                    .joined(separator: ", ")
                 throw fail("unknown scenario '\(name)' (expected one of: \(known))")
             }
             guard kind != .mixed else { throw fail("'mixed' cannot be part of a mix") }
+            guard kind != .retention else {
+                throw fail("'retention' cannot be part of a mix (it is Apple's HTTP call)")
+            }
             guard !weights.contains(where: { $0.kind == kind }) else { throw fail("'\(name)' given twice") }
             guard let weight = Int(weightText), weight >= 0, weight <= 1_000_000 else {
                 throw fail("weight of '\(name)' must be a whole number in 0...1000000, got '\(weightText)'")
@@ -238,6 +251,8 @@ public struct Scenario: Sendable, Equatable {
             if f.hotCode == nil { throw missing("custom code") }
         case .redeemOneTime:
             if f.oneTimeCodes.isEmpty { throw missing("one-time codes") }
+        case .retention:
+            if f.retentionSubscribers.isEmpty { throw missing("retention subscribers") }
         }
     }
 
@@ -265,6 +280,9 @@ public struct Scenario: Sendable, Equatable {
             return redeem(code: f.hotCode ?? "", index: index, f)
         case .redeemOneTime:
             return redeem(code: f.oneTimeCodes[index % f.oneTimeCodes.count], index: index, f)
+        case .retention:
+            // The body is signed before the run; the retention connection picks it by index.
+            return LoadRequest(method: "retention", params: ["index": .int(index)])
         }
     }
 

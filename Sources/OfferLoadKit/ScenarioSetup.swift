@@ -225,6 +225,11 @@ public enum ScenarioSetup {
             }
             try await admin.callAll("subscriptions.record", params)
             fixture.customers = customersWithHistory(seed)
+            if needs.contains(.retentionMessaging) { fixture.retentionSubscribers = retentionSubscribers(seed) }
+        }
+        if needs.contains(.retentionMessaging) {
+            progress("tenants.update (app Apple id, Sandbox) + retention.configure")
+            try await setUpRetention(slug: slug, options: o, admin: admin)
         }
         if needs.contains(.customCodeCampaign) {
             let campaign = "\(o.runTag)-hot"

@@ -12,7 +12,7 @@ let offerLoadCommand = CommandSpec(
     "offer-load",
     abstract: "Load an OfferGate deployment with one scenario and check its invariants.",
     discussion: """
-        Scenarios: ping, best, sign, redeem-hot, redeem-onetime, mixed (with --mix).
+        Scenarios: ping, best, sign, redeem-hot, redeem-onetime, mixed (with --mix), retention.
         Without --rate the load is a closed loop: --connections × --depth requests in flight.
         With --rate it is an open loop: request i is intended at start + i/rate and its latency is measured from
         that moment, so a stalled gateway shows in the figures (no coordinated omission).
@@ -23,7 +23,13 @@ let offerLoadCommand = CommandSpec(
         above a limit, no one-time code redeemed twice, no idempotency key with two redemptions (and, with
         --replay-check, every acknowledged redemption replays). After sign with --database-url, every answered
         signature must be in the issued-signature ledger.
-        Exit status: 0 done, 1 runtime failure (connect, setup, database), 2 invariant breach, 64 usage error.
+        retention reproduces Apple's Retention Messaging performance test: requests signed under --apple-ca (a test
+        CA the gateway trusts through --apple-root-cert), each for its own subscriber, POSTed to
+        --http URL/v1/apple/{tenant}/retention; --connections is the concurrency, --requests the total; it reports
+        Apple's figures (success rate, p50/p90/p95/p99 against --threshold-ms) and fails (exit 3) below
+        --success-rate.
+        Exit status: 0 done, 1 runtime failure (connect, setup, database), 2 invariant breach, 3 retention
+        performance test failed, 64 usage error.
         stdout carries the summary (or the JSON report with --json) and nothing else; progress goes to stderr.
         """,
     options: [
@@ -64,6 +70,10 @@ let offerLoadCommand = CommandSpec(
             "database-url", "URL", "libpq conninfo or URI for the invariant check's read-only SQL",
             environment: "DATABASE_URL"),
         .option("report", "FILE", "Also write a self-contained HTML report (charts as inline SVG)"),
+        .option("apple-ca", "FILE", "retention: the test CA's leaf key and x5c, as JSON {leafKeyPKCS8, x5c}"),
+        .option("threshold-ms", "MS", "retention: Apple's response time threshold", default: "700"),
+        .option("success-rate", "PERCENT", "retention: Apple's success rate threshold", default: "100"),
+        .option("subscribers", "N", "retention: distinct subscribers asked about (default: all seeded)"),
         .flag("json", "Print the report as JSON on stdout instead of the summary"),
         .flag(
             "replay-check",
@@ -72,7 +82,7 @@ let offerLoadCommand = CommandSpec(
         .flag("setup-only", "Set the data up (and save it with --save-fixture), then exit without load"),
         .flag("quiet", "No progress messages on stderr"),
     ],
-    arguments: [ArgumentSpec("scenario", "ping | best | sign | redeem-hot | redeem-onetime | mixed")]
+    arguments: [ArgumentSpec("scenario", "ping | best | sign | redeem-hot | redeem-onetime | mixed | retention")]
 )
 
 /// Everything the command line says, checked.
@@ -130,9 +140,68 @@ func parseInvocation(_ parsed: ParsedCommand) throws -> Invocation {
     case "jws": signFormats = ["jws"]
     default: throw UsageError("--sign-format takes v1, jws or both", command: [])
     }
+    if kind == .retention {
+        guard !parsed.values("http").isEmpty, parsed.value("apple-ca") != nil else {
+            throw UsageError("retention needs --http and --apple-ca", command: [])
+        }
+        _ = try parsed.integer("threshold-ms", in: 1...60_000)
+        _ = try parsed.integer("success-rate", in: 0...100)
+        _ = try parsed.integer("subscribers", in: 1...10_000_000)
+    }
     return Invocation(
         scenario: scenario, plan: plan, parsed: parsed, setupOptions: options, callTimeout: timeout,
         signFormats: signFormats)
+}
+
+/// The retention scenario: bodies signed before the run, one HTTP connection (libcurl, keep-alive) per load
+/// connection, and Apple's performance-test report beside the usual one.
+func runRetention(_ inv: Invocation, setup: SetupResult, say: @escaping @Sendable (String) -> Void) async throws
+    -> Int32
+{
+    let parsed = inv.parsed
+    let threshold = try parsed.integer("threshold-ms", in: 1...60_000) ?? 700
+    let successRate = try parsed.integer("success-rate", in: 0...100) ?? 100
+    let subscribers = setup.fixture.retentionSubscribers
+    let distinct = min(try parsed.integer("subscribers", in: 1...10_000_000) ?? subscribers.count, subscribers.count)
+    let signer = try RetentionRequestSigner.load(
+        path: parsed.value("apple-ca") ?? "", appAppleId: ScenarioSetup.retentionAppAppleId)
+    // One body per subscriber, signed now (no signing under load); request i asks about subscriber i % distinct.
+    say("signing \(distinct) retention requests, one per subscriber")
+    let bodies = try signer.bodies(Array(subscribers.prefix(distinct)), count: distinct)
+    let tally = RetentionTally()
+    let connector = RetentionLoadConnector.overHTTP(
+        tenant: setup.tenant, bodies: bodies, tally: tally, threshold: .milliseconds(threshold),
+        timeout: .milliseconds(Int64(inv.callTimeout * 1000)))
+    // The requests go to the HTTP listener(s); the setup stayed on --connect.
+    var plan = inv.plan
+    plan.targets = parsed.values("http")
+    let request = try inv.scenario.requests(setup.fixture)
+    say("running retention: \(ModelSummary(plan).text) against \(plan.targets.joined(separator: ", "))")
+    let result = try await LoadRunner(connector: connector).run(plan, request: request)
+    let report = RunReport(scenario: inv.scenario.name, plan: plan, result: result, invariants: nil)
+    let concurrency: Int
+    switch inv.plan.model {
+    case .closed(let connections, let depth): concurrency = connections * depth
+    case .open(let connections, _, let maxInFlight): concurrency = connections * maxInFlight
+    }
+    let apple = RetentionReport(
+        result: result, tally: tally.counts, concurrency: concurrency,
+        distinctSubscribers: min(distinct, Int(result.measuredRequests + result.warmupRequests)),
+        thresholdMs: threshold, successRateThreshold: successRate)
+    if parsed.flag("json") {
+        Console.out("{\"report\":\(report.json()),\"applePerformanceTest\":\(apple.json())}\n")
+    } else {
+        Console.out(SummaryRenderer.render(report) + "\n" + apple.text)
+    }
+    if let file = parsed.value("report") {
+        do {
+            try HTMLReport.render(report).write(toFile: file, atomically: true, encoding: .utf8)
+            say("report written to \(file)")
+        } catch {
+            throw Failure("cannot write \(file): \(error)")
+        }
+    }
+    return apple.result == "PASS" ? ExitStatus.success.rawValue : 3
 }
 
 func progress(_ quiet: Bool) -> @Sendable (String) -> Void {
@@ -215,6 +284,7 @@ func run(_ inv: Invocation) async throws -> Int32 {
         }
         return ExitStatus.success.rawValue
     }
+    if inv.scenario.kind == .retention, let setup { return try await runRetention(inv, setup: setup, say: say) }
     var fixture = setup?.fixture ?? ScenarioFixture(runTag: inv.setupOptions.runTag)
     fixture.signFormats = inv.signFormats
     let request = try inv.scenario.requests(fixture)

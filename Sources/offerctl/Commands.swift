@@ -30,6 +30,8 @@ let handlers: [[String]: Handler] = [
     ["campaign", "deactivate"]: CampaignCommands.deactivate,
     ["campaign", "generate"]: CampaignCommands.generate,
     ["campaign", "export"]: CampaignCommands.export,
+    ["retention", "configure"]: RetentionCommands.configure,
+    ["retention", "show"]: RetentionCommands.show,
 ]
 
 /// Checks a verb's local input before any connection is made (so usage errors exit 64 without a gateway).
@@ -47,6 +49,7 @@ let validators: [[String]: @Sendable (ParsedCommand) throws -> Void] = [
         }
     },
     ["campaign", "export"]: { _ = try $0.integer("page-size", in: 1...1000) },
+    ["retention", "configure"]: { _ = try RetentionCommands.configureParams($0) },
 ]
 
 /// Reads a small input file (a key, a catalog) whole; the size cap keeps a wrong path from eating memory.

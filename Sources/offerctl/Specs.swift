@@ -178,4 +178,4 @@ let rootSpec = CommandSpec(
         The admin key comes from OFFERGATE_ADMIN_KEY or --admin-key-file, never from a flag's value.
         Exit status: 0 success, 1 runtime failure (incl. errors the gateway returns), 64 usage error.
         """,
-    subcommands: [tenantSpec, keySpec, catalogSpec, customerSpec, campaignSpec, dbSpec])
+    subcommands: [tenantSpec, keySpec, catalogSpec, customerSpec, campaignSpec, retentionSpec, dbSpec])

@@ -16,12 +16,13 @@ import Testing
             USAGE: offerctl <command>
 
             COMMANDS:
-              tenant    Create, list, update and re-key tenants (one tenant is one app).
-              key       Manage a tenant's App Store Connect In-App Purchase keys.
-              catalog   Import and show a tenant's subscriptions and offers.
-              customer  Show what the gateway knows of a customer, and where each fact came from.
-              campaign  Manage offer-code campaigns and their codes.
-              db        Database administration.
+              tenant     Create, list, update and re-key tenants (one tenant is one app).
+              key        Manage a tenant's App Store Connect In-App Purchase keys.
+              catalog    Import and show a tenant's subscriptions and offers.
+              customer   Show what the gateway knows of a customer, and where each fact came from.
+              campaign   Manage offer-code campaigns and their codes.
+              retention  Configure what Apple shows at a subscriber's cancel page (Retention Messaging).
+              db         Database administration.
 
               See 'offerctl <command> --help' for details.
 
@@ -239,6 +240,49 @@ import Testing
               --database-url <URL>  PostgreSQL connection string or URI; else the embedded cluster. (env: DATABASE_URL)
               --data-dir <DIR>      The embedded cluster's directory. (env: OFFERGATE_DATA_DIR)
               -h, --help            Show help information.
+
+            """
+        ),
+        (
+            ["retention"],
+            """
+            OVERVIEW: Configure what Apple shows at a subscriber's cancel page (Retention Messaging).
+
+            USAGE: offerctl retention <command>
+
+            COMMANDS:
+              configure  Set the default message, the offers and alternate products with their approved messages.
+              show       Show a tenant's Retention Messaging configuration.
+
+              See 'offerctl retention <command> --help' for details.
+
+            OPTIONS:
+              -h, --help  Show help information.
+
+            """
+        ),
+        (
+            ["retention", "configure"],
+            """
+            OVERVIEW: Set the default message, the offers and alternate products with their approved messages.
+
+            USAGE: offerctl retention configure [options] <tenant>
+
+            ARGUMENTS:
+              <tenant>  The tenant's slug.
+
+            OPTIONS:
+              --default-message <ID>         The approved message shown when nothing better applies (required).
+              --offer <OFFER=MESSAGE>        A promotional offer and its approved message. (repeatable)
+              --alternate <PRODUCT=MESSAGE>  Another product of the group to suggest, with its approved message. (repeatable)
+              --budget-ms <MS>               How long an answer may take, in milliseconds (default: 500).
+              --connect <ADDR>               The gateway: unix:PATH or tcp:HOST:PORT (else offerctl starts offergate --stdio). (env: OFFERGATE_CONNECT)
+              --database-url <URL>           For the gateway offerctl starts: its database (else embedded). (env: DATABASE_URL)
+              --data-dir <DIR>               For the gateway offerctl starts: the embedded cluster's directory. (env: OFFERGATE_DATA_DIR)
+              --admin-key-file <FILE>        Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY.
+              --timeout <SECONDS>            Seconds to wait for each answer of the gateway. (default: 60)
+              --json                         Print the gateway's result as JSON on stdout (for scripts).
+              -h, --help                     Show help information.
 
             """
         ),

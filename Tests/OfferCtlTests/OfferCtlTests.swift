@@ -365,7 +365,7 @@ func apiKey(in stdout: String) -> String? {
     static let cases: [(arguments: [String], message: String)] = [
         (
             ["frobnicate"],
-            "unknown command 'frobnicate' (expected one of: tenant, key, catalog, customer, campaign, db)"
+            "unknown command 'frobnicate' (expected one of: tenant, key, catalog, customer, campaign, retention, db)"
         ),
         (["tenant", "bogus"], "unknown command 'bogus' (expected one of: create, list, rotate-key, update)"),
         (["tenant", "list", "--bogus"], "unknown option '--bogus'"),

@@ -24,12 +24,12 @@ struct ChangeFeedOverflowTests {
             options: options, rpc: RPCServerConfiguration(), logger: Logger(level: .info, sink: logs),
             changeFeedBufferSize: bufferSize)
         let path = "/tmp/og-feed-\(UUID().uuidString.prefix(8)).sock"
-        let bound = try await service.start(listen: [
-            ListenAddress(parsing: "unix:\(path)"), ListenAddress(parsing: "tcp:127.0.0.1:0"),
-        ])
+        let bound = try await service.start(
+            listen: [ListenAddress(parsing: "unix:\(path)"), ListenAddress(parsing: "tcp:127.0.0.1:0")],
+            http: [ListenAddress(parsing: "tcp:127.0.0.1:0")])
         return TestGateway(
             service: service, database: database, configuration: configuration, unix: bound[0], tcp: bound[1],
-            logs: logs)
+            http: bound[2], logs: logs)
     }
 
     static func price(_ catalog: JSONValue, product: String) -> String? {

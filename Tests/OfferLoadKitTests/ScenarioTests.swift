@@ -46,6 +46,7 @@ func decode<T: Decodable>(_ type: T.Type, _ params: JSONObject) throws -> T {
         ("best=2000000", "whole number"),
         ("nope=1", "unknown scenario 'nope'"),
         ("mixed=1", "cannot be part of a mix"),
+        ("retention=1", "cannot be part of a mix"),
         ("best=1,best=2", "given twice"),
         ("best=0,sign=0", "all weights are 0"),
         ("best=1,,sign=1", "empty item"),

@@ -226,6 +226,8 @@ final class GatewayCaches: Sendable {
     let decisions: DecisionMemo
     let displayTexts = DisplayTextCache()
     let customCodes = CustomCodeCache()
+    /// Retention Messaging settings per tenant.
+    let retention: RetentionSettingsCache
 
     init(database: OfferDatabase, sealer: KeySealer, options: GatewayOptions) {
         tenants = TenantDirectory(repository: database.tenants)
@@ -233,6 +235,7 @@ final class GatewayCaches: Sendable {
         signers = SignerCache(repository: database.signingKeys, sealer: sealer)
         customers = CustomerCache(repository: database.customerRecords, capacity: options.customerCacheSize)
         decisions = DecisionMemo(capacity: options.decisionMemoSize)
+        retention = RetentionSettingsCache(repository: database.retention)
     }
 
     /// The tenant's catalog and the customer's transactions, from memory when both are there (the usual case: no
@@ -264,6 +267,7 @@ final class GatewayCaches: Sendable {
         tenants.invalidate(tenant)
         catalogs.invalidate(tenant)
         signers.invalidate(tenant)
+        retention.invalidate(tenant)
     }
 
     /// Drops one customer's transactions.
@@ -282,5 +286,6 @@ final class GatewayCaches: Sendable {
         signers.invalidateAll(keepingNew: keepingNew)
         customers.invalidateAll(keepingNew: keepingNew)
         customCodes.invalidateAll(keepingNew: keepingNew)
+        retention.invalidateAll(keepingNew: keepingNew)
     }
 }

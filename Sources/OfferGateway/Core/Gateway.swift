@@ -48,6 +48,7 @@ public final class Gateway: RPCHandler {
         SystemMethods.all + SessionMethods.all + TenantMethods.all + AppleMethods.all + KeyMethods.all
             + CatalogMethods.all
             + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all + DiscoverMethods.all
+            + RetentionMethods.all
     }
 
     public func makeSession(_ info: ConnectionInfo) -> GatewaySession {

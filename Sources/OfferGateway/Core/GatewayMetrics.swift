@@ -27,6 +27,14 @@ public final class GatewayMetrics: Sendable {
     /// Apple's signed data by type (`notification`, `transaction`, `renewal_info`) and result (`applied`,
     /// `duplicate`, `unlinked`, `rejected_<reason>`, `failed`).
     let appleIngested: Counter
+    /// Retention Messaging answers to Apple by kind (`promotionalOffer`, `alternateProduct`, `message`) and why
+    /// it was not a promotional offer (`none` when it was; else `no_customer`, `no_offer`, `budget_exceeded`, ...:
+    /// reasons of the code, never input).
+    let retentionAnswers: Counter
+    /// Time from the request's arrival to the answer, by kind.
+    let retentionDuration: Histogram
+    /// Answers that took longer than the tenant's budget.
+    let retentionOutsideBudget: Counter
 
     public init() {
         rpcRequests = registry.counter(
@@ -52,6 +60,16 @@ public final class GatewayMetrics: Sendable {
             "offergate_apple_data_ingested_total",
             help: "Apple signed data received, by type (notification, transaction, renewal_info) and result.",
             labels: ["type", "result"])
+        retentionAnswers = registry.counter(
+            "offergate_retention_answers_total",
+            help: "Retention Messaging answers to Apple, by kind and by why it was not a promotional offer.",
+            labels: ["kind", "reason"])
+        retentionDuration = registry.histogram(
+            "offergate_retention_answer_duration_seconds",
+            help: "Time from Apple's retention request to the answer, by kind.", labels: ["kind"])
+        retentionOutsideBudget = registry.counter(
+            "offergate_retention_answers_outside_budget_total",
+            help: "Retention Messaging answers given after the tenant's time budget.")
     }
 
     /// Adds the families sampled at each scrape: the database pool, the caches, the process.

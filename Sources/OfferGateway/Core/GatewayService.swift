@@ -27,6 +27,8 @@ public final class GatewayService: Sendable {
         case ledger
         /// Re-sealing signing keys under the current master key, when older ones are configured.
         case resealing
+        /// The retention answers' log (group commit, written after each answer).
+        case retentionAnswers
     }
 
     /// `changeFeedBufferSize`: changes the feed holds for a consumer that fell behind before it tells it to drop
@@ -87,6 +89,8 @@ public final class GatewayService: Sendable {
         parts.withLock { parts in
             guard parts.isEmpty else { return }
             parts[.ledger] = Task { await ledger.run() }
+            let answers = gateway.services.retention.answers
+            parts[.retentionAnswers] = Task { await answers.run() }
             if resealing {
                 parts[.resealing] = Task {
                     do {
@@ -155,6 +159,8 @@ public final class GatewayService: Sendable {
         await running[.resealing]?.value
         gateway.services.offers.ledger.finish()
         await running[.ledger]?.value
+        gateway.services.retention.answers.finish()
+        await running[.retentionAnswers]?.value
         await stopFollowing()
         await database.close()
     }

@@ -13,6 +13,7 @@ enum HTTPRoutes {
         HTTPRoute("POST", "/v1/rpc", name: "rpc", RPCRoute.handle),
         HTTPRoute("GET", "/v1/openrpc.json", name: "openrpc", RPCRoute.openRPC),
         HTTPRoute("POST", "/v1/apple/{tenant}/notifications", name: "apple_notifications", AppleRoutes.notifications),
+        HTTPRoute("POST", "/v1/apple/{tenant}/retention", name: "apple_retention", RetentionRoute.handle),
     ]
 }
 

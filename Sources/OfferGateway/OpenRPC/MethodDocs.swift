@@ -308,5 +308,29 @@ enum MethodDocs {
         "campaigns.deactivate": doc(
             "Stops a campaign's codes from being redeemed.", [tenantRequired, campaignId], result: campaign,
             errors: [-32004]),
+        "retention.configure": doc(
+            "Sets what Apple's Retention Messaging requests are answered with (replaces the whole configuration).",
+            [
+                tenantRequired,
+                param("defaultMessageId", string, required: true, example: "msg-default", "an approved message"),
+                param(
+                    "offers",
+                    array(object(["offerId": string, "messageId": string], required: ["offerId", "messageId"])),
+                    required: true, example: [], "promotional offers with their approved messages"),
+                param(
+                    "alternateProducts",
+                    array(object(["productId": string, "messageId": string], required: ["productId", "messageId"])),
+                    example: [], "other products of the group to suggest"),
+                param("budgetMs", integer, example: 500, "answer within this many milliseconds (default 500)"),
+            ],
+            result: retention, errors: [-32004]),
+        "retention.get": doc(
+            "A tenant's Retention Messaging configuration.", [tenantRequired], result: retention, errors: [-32004]),
     ]
+
+    private static let retention = object(
+        [
+            "tenant": string, "defaultMessageId": string, "offers": array(anyObject),
+            "alternateProducts": array(anyObject), "budgetMs": integer, "updatedAt": dateTime,
+        ], required: ["tenant", "defaultMessageId", "offers", "alternateProducts", "budgetMs"])
 }

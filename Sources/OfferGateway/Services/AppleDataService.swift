@@ -168,10 +168,38 @@ struct AppleDataService: Sendable {
 
     /// The tenant's settings as stored now (the session's copy may predate a `tenants.update`).
     private func expectation(_ tenant: TenantRecord) async throws -> AppleSignedDataExpectation {
-        let current = try await caches.catalogs.snapshot(tenant.id).tenant ?? tenant
-        return AppleSignedDataExpectation(
-            bundleId: current.bundleId, appAppleId: current.appAppleId, allowSandbox: current.allowSandbox,
-            allowXcode: current.allowXcode)
+        Self.expectation(try await caches.catalogs.snapshot(tenant.id).tenant ?? tenant)
+    }
+
+    /// What Apple's data must say to be this tenant's, per its settings in `tenant`.
+    static func expectation(_ tenant: TenantRecord) -> AppleSignedDataExpectation {
+        AppleSignedDataExpectation(
+            bundleId: tenant.bundleId, appAppleId: tenant.appAppleId, allowSandbox: tenant.allowSandbox,
+            allowXcode: tenant.allowXcode)
+    }
+
+    /// What a Retention Messaging request says (APPLE_OFFERS.md §8), once verified.
+    struct RetentionRequest: Sendable {
+        let originalTransactionId: String
+        let productId: String
+        let requestIdentifier: UUID
+        let userLocale: String?
+        let environment: DataEnvironment
+        let signedDate: Date
+    }
+
+    /// Verifies a Retention Messaging request's `signedPayload` for `tenant` (as current: the caller's copy is the
+    /// tenant directory's, dropped on every `tenants.update`) and reads it. No database access, so a request can be
+    /// verified while the database is down. Throws `AppleSignedDataError` (-32060) when rejected.
+    func retentionRequest(_ signedPayload: String, tenant: TenantRecord) throws -> RetentionRequest {
+        let verified = try verifier.verify(
+            signedPayload, as: .retentionMessagingRequest, expecting: Self.expectation(tenant))
+        let p = try ApplePayload(verified)
+        return RetentionRequest(
+            originalTransactionId: try p.identifier("originalTransactionId"),
+            productId: try p.identifier("productId", maxBytes: 255), requestIdentifier: try p.uuid("requestIdentifier"),
+            userLocale: try p.text("userLocale", maxBytes: 35), environment: try Self.environment(verified),
+            signedDate: verified.signedDate)
     }
 
     static func environment(_ verified: VerifiedAppleSignedData) throws -> DataEnvironment {

@@ -16,6 +16,8 @@ struct Services: Sendable {
     let campaigns: CampaignService
     let system: SystemService
     let apple: AppleDataService
+    /// Retention Messaging: Apple's question at a subscriber's cancel page.
+    let retention: RetentionService
     let caches: GatewayCaches
     /// Group commit of code redemptions (one owner per campaign).
     let redemptions: RedemptionCoordinator
@@ -49,5 +51,9 @@ struct Services: Sendable {
         apple = AppleDataService(
             repository: database.appleData, caches: caches,
             verifier: options.appleVerifier ?? AppleDataService.builtInVerifier, ingested: stats.metrics.appleIngested)
+        retention = RetentionService(
+            retention: database.retention, caches: caches, apple: apple, offers: offers,
+            answers: GroupCommitWriter(retention: database.retention), metrics: stats.metrics, clock: clock,
+            logger: logger)
     }
 }

@@ -2,19 +2,39 @@ import Foundation
 import OfferStore
 import Synchronization
 
-/// Writes the issued-signature ledger with group commit: signatures that arrive while every slot is committing form
-/// the next batch (one INSERT, one commit). Each `offers.sign` caller is answered only after its row committed, so
-/// no signature leaves the gateway unrecorded; under load the ledger costs one fsync per batch, not per signature.
-/// Ledger rows never conflict, so a few batches commit at once: with one, a lone early signature took the slot
-/// and the rest of a burst waited a whole commit behind it.
+/// The issued-signature ledger: signatures that arrive while every slot is committing form the next batch (one
+/// INSERT, one commit). Each `offers.sign` caller is answered only after its row committed, so no signature leaves
+/// the gateway unrecorded; under load the ledger costs one fsync per batch, not per signature. Ledger rows never
+/// conflict, so a few batches commit at once: with one, a lone early signature took the slot and the rest of a
+/// burst waited a whole commit behind it.
+typealias LedgerWriter = GroupCommitWriter<LedgerRow>
+
+/// One ledger row: a signature and its tenant.
+struct LedgerRow: Sendable {
+    let tenant: UUID
+    let signature: IssuedSignature
+}
+
+extension GroupCommitWriter where Row == LedgerRow {
+    convenience init(ledger: SignatureLedger) {
+        self.init { rows in try await ledger.recordBatch(rows.map { ($0.tenant, $0.signature) }) }
+    }
+
+    /// Returns once the row is committed (or throws what the database said).
+    func record(tenant: UUID, _ signature: IssuedSignature) async throws {
+        try await write(LedgerRow(tenant: tenant, signature: signature))
+    }
+}
+
+/// Writes rows with group commit (the ledger, the retention answers): rows that arrive while every slot is
+/// committing form the next batch, committed by one call of `commit`.
 ///
 /// A long-running part with one `run()` (started and stopped by `GatewayService`): batches are committed by child
-/// tasks of `run`, which returns once `finish()` was called and every batch handed to it is committed. A
-/// signature asked for after `finish()` fails as unavailable (retryable) instead of waiting for a writer that is gone.
-final class LedgerWriter: Sendable {
+/// tasks of `run`, which returns once `finish()` was called and every batch handed to it is committed. A row
+/// written after `finish()` fails as unavailable (retryable) instead of waiting for a writer that is gone.
+final class GroupCommitWriter<Row: Sendable>: Sendable {
     private struct Pending: Sendable {
-        let tenant: UUID
-        let signature: IssuedSignature
+        let row: Row
         let continuation: CheckedContinuation<Void, any Error>
     }
 
@@ -23,21 +43,21 @@ final class LedgerWriter: Sendable {
         var finished = false
     }
 
-    private let ledger: SignatureLedger
+    private let commitRows: @Sendable ([Row]) async throws -> Void
     private let state: Mutex<State>
     private let batches: AsyncStream<[Pending]>
     private let batchesIn: AsyncStream<[Pending]>.Continuation
 
-    init(ledger: SignatureLedger, maxBatchSize: Int = 1_024, maxInFlight: Int = 4) {
-        self.ledger = ledger
+    init(maxBatchSize: Int = 1_024, maxInFlight: Int = 4, commit: @escaping @Sendable ([Row]) async throws -> Void) {
+        self.commitRows = commit
         self.state = Mutex(State(batcher: GroupCommitBatcher(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight)))
         (batches, batchesIn) = AsyncStream.makeStream(of: [Pending].self)
     }
 
     /// Returns once the row is committed (or throws what the database said).
-    func record(tenant: UUID, _ signature: IssuedSignature) async throws {
+    func write(_ row: Row) async throws {
         try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(tenant: tenant, signature: signature, continuation: continuation)
+            let pending = Pending(row: row, continuation: continuation)
             let action = state.withLock { state -> GroupCommitBatcher<Pending>.Action? in
                 guard !state.finished else { return nil }
                 return state.batcher.submit(pending)
@@ -70,7 +90,7 @@ final class LedgerWriter: Sendable {
 
     private func commit(_ batch: [Pending]) async {
         do {
-            try await ledger.recordBatch(batch.map { ($0.tenant, $0.signature) })
+            try await commitRows(batch.map(\.row))
             for pending in batch { pending.continuation.resume() }
         } catch {
             for pending in batch { pending.continuation.resume(throwing: error) }
@@ -90,5 +110,7 @@ final class LedgerWriter: Sendable {
         }
     }
 
-    private static let stopped = GatewayError.unavailable("the gateway is shutting down; retry on another")
+    private static var stopped: GatewayError {
+        GatewayError.unavailable("the gateway is shutting down; retry on another")
+    }
 }
