@@ -64,6 +64,7 @@ public struct OfferDatabase: Sendable {
     public var subscriptions: SubscriptionRepository { SubscriptionRepository(pool: pool) }
     public var appleData: AppleDataRepository { AppleDataRepository(pool: pool) }
     public var signatures: SignatureLedger { SignatureLedger(pool: pool) }
+    public var funnel: FunnelRepository { FunnelRepository(pool: pool) }
 }
 
 /// A snapshot of the database pool's counters (for `system.stats`).

@@ -39,6 +39,7 @@ public final class Gateway: RPCHandler {
         SystemMethods.all + SessionMethods.all + TenantMethods.all + AppleMethods.all + KeyMethods.all
             + CatalogMethods.all
             + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all
+            + FunnelMethods.all
     }
 
     public func makeSession(_ info: ConnectionInfo) -> GatewaySession {

@@ -24,6 +24,8 @@ public final class GatewayService: Sendable {
         case ledger
         /// Re-sealing signing keys under the current master key, when older ones are configured.
         case resealing
+        /// Flushing the funnel's in-memory `offered` counts (`OfferedCounter.run`).
+        case funnel
     }
 
     /// `changeFeedBufferSize`: changes the feed holds for a consumer that fell behind before it tells it to drop
@@ -67,11 +69,13 @@ public final class GatewayService: Sendable {
 
     private func startParts() {
         let ledger = gateway.services.offers.ledger
+        let offered = gateway.services.offers.offered
         let resealing = !gateway.sealer.keyring.previous.isEmpty
         let logger = logger
         parts.withLock { parts in
             guard parts.isEmpty else { return }
             parts[.ledger] = Task { await ledger.run() }
+            parts[.funnel] = Task { await offered.run() }
             if resealing {
                 parts[.resealing] = Task {
                     do {
@@ -137,6 +141,10 @@ public final class GatewayService: Sendable {
         await running[.resealing]?.value
         gateway.services.offers.ledger.finish()
         await running[.ledger]?.value
+        // No request counts any more: the last counts go in now.
+        running[.funnel]?.cancel()
+        await running[.funnel]?.value
+        await gateway.services.offers.offered.flush()
         await stopFollowing()
         await database.close()
     }

@@ -152,3 +152,34 @@ enum Wire {
         ]
     }
 }
+
+// MARK: The offer funnel
+
+extension Wire {
+    /// The funnel stages as `analytics.funnel` names them, in funnel order (the contract's eight, then the other
+    /// paywall events).
+    static let funnelStages: [(key: String, stage: FunnelStage)] = [
+        ("offered", .offered), ("impressions", .impression), ("taps", .tap), ("signed", .signed),
+        ("redeemed", .redeemed), ("claimed", .claimed), ("purchased", .purchased), ("renewed", .renewed),
+        ("dismissals", .dismiss), ("purchasesStarted", .purchaseStarted), ("purchasesFailed", .purchaseFailed),
+    ]
+
+    static func funnelCounts(_ counts: FunnelService.Counts) -> JSONObject {
+        var object: JSONObject = [:]
+        for (key, stage) in funnelStages { object[key] = .int(counts[stage]) }
+        return object
+    }
+
+    static func funnel(_ funnel: FunnelService.Funnel) -> JSONValue {
+        [
+            "bucket": .string(funnel.bucket.rawValue), "from": date(funnel.from), "to": date(funnel.to),
+            "buckets": .array(
+                funnel.buckets.map { bucket in
+                    var object = funnelCounts(bucket.counts)
+                    object["start"] = date(bucket.start)
+                    return .object(object)
+                }),
+            "totals": .object(funnelCounts(funnel.totals)),
+        ]
+    }
+}

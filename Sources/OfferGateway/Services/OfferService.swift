@@ -11,6 +11,8 @@ struct OfferService: Sendable {
     let customers: CustomerService
     let caches: GatewayCaches
     let ledger: LedgerWriter
+    /// The funnel's `offered` counts (in memory, flushed by `GatewayService`).
+    let offered: OfferedCounter
     let clock: @Sendable () -> Date
     let nonce: @Sendable () -> UUID
 
@@ -80,12 +82,19 @@ struct OfferService: Sendable {
     }
 
     /// The best offer now (or at `at`), remembered per customer, scope and locale while its inputs and the
-    /// decision horizon hold (see `DecisionMemo`).
+    /// decision horizon hold (see `DecisionMemo`). An answer with a winner counts as `offered` in the funnel, in
+    /// the hour of its decision time (in memory: no write here).
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
+        let at = request.at ?? clock()
+        let answer = try await best(request, tenant: tenant, at: at)
+        if let winner = answer.result.winner { offered.count(tenant: tenant.id, offerId: winner.offer.id, at: at) }
+        return answer
+    }
+
+    private func best(_ request: BestRequest, tenant: TenantRecord, at: Date) async throws -> BestOfferAnswer {
         let customerId = try Validate.customerId(request.customerId)
         let locale = try Validate.locale(request.locale)
         let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
-        let at = request.at ?? clock()
         let (catalogSnapshot, transactions) = try await caches.inputs(tenant: tenant.id, customerId: customerId)
         let catalog = catalogSnapshot.catalog
         let scope = try Self.scope(productId: request.productId, groupId: request.groupId, in: catalog)

@@ -16,6 +16,8 @@ struct Services: Sendable {
     let campaigns: CampaignService
     let system: SystemService
     let apple: AppleDataService
+    /// The offer funnel: paywall events and `analytics.funnel`.
+    let funnel: FunnelService
     let caches: GatewayCaches
     /// Group commit of code redemptions (one owner per campaign).
     let redemptions: RedemptionCoordinator
@@ -39,8 +41,11 @@ struct Services: Sendable {
         keys = KeyService(repository: database.signingKeys, sealer: sealer, caches: caches, logger: logger)
         catalog = CatalogService(repository: database.catalog, caches: caches, clock: clock, logger: logger)
         offers = OfferService(
-            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures), clock: clock,
-            nonce: options.nonce)
+            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures),
+            offered: OfferedCounter(
+                repository: database.funnel, interval: options.funnelFlushInterval, logger: logger),
+            clock: clock, nonce: options.nonce)
+        funnel = FunnelService(repository: database.funnel, campaigns: database.campaigns, caches: caches, clock: clock)
         codes = CodeService(
             repository: database.campaigns, customers: customers, caches: caches, redemptions: redemptions,
             clock: clock)
