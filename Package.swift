@@ -42,13 +42,14 @@ let package = Package(
             name: "OfferGateway",
             dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics"]
         ),
-        .target(name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics"]),
+        .target(
+            name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "ByteCoding"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC"]),
-        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
+        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "ByteCoding"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),

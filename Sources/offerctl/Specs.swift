@@ -156,6 +156,29 @@ let campaignSpec = CommandSpec(
             ]),
     ])
 
+let reportSpec = CommandSpec(
+    "report", abstract: "Reports for product teams.",
+    subcommands: [
+        CommandSpec(
+            "funnel",
+            abstract: "The offer funnel (offered, impressions, taps, signed, redeemed, claimed, purchased, renewed).",
+            discussion: """
+                Prints one row per UTC day (or hour) and the totals, then each stage against the first and the
+                previous one. --html FILE writes a self-contained page (inline CSS and SVG, nothing fetched) with
+                the funnel as bars and the stages over time as lines, for people who do not read tables.
+                """,
+            options: [
+                .option("offer", "ID", "The funnel of one offer."),
+                .option("campaign", "ID", "The funnel of a campaign's offer, with the campaign's own redemptions."),
+                .option("product", "ID", "All offers of one product together (default: every offer)."),
+                .option("from", "TIME", "Start (RFC 3339 or a day; default: 30 days, or 48 hours, before --to)."),
+                .option("to", "TIME", "End, exclusive (RFC 3339 or a day; default: now)."),
+                .option("bucket", "day|hour", "Row width (UTC).", default: "day"),
+                .option("html", "FILE", "Also write the report as a self-contained HTML page to FILE."),
+            ] + commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug.")])
+    ])
+
 let dbSpec = CommandSpec(
     "db", abstract: "Database administration.",
     subcommands: [
@@ -177,4 +200,4 @@ let rootSpec = CommandSpec(
         The admin key comes from OFFERGATE_ADMIN_KEY or --admin-key-file, never from a flag's value.
         Exit status: 0 success, 1 runtime failure (incl. errors the gateway returns), 64 usage error.
         """,
-    subcommands: [tenantSpec, keySpec, catalogSpec, customerSpec, campaignSpec, dbSpec])
+    subcommands: [tenantSpec, keySpec, catalogSpec, customerSpec, campaignSpec, reportSpec, dbSpec])

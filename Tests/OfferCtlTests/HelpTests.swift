@@ -21,6 +21,7 @@ import Testing
               catalog   Import and show a tenant's subscriptions and offers.
               customer  Show what the gateway knows of a customer, and where each fact came from.
               campaign  Manage offer-code campaigns and their codes.
+              report    Reports for product teams.
               db        Database administration.
 
               See 'offerctl <command> --help' for details.

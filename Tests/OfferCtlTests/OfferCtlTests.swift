@@ -365,7 +365,7 @@ func apiKey(in stdout: String) -> String? {
     static let cases: [(arguments: [String], message: String)] = [
         (
             ["frobnicate"],
-            "unknown command 'frobnicate' (expected one of: tenant, key, catalog, customer, campaign, db)"
+            "unknown command 'frobnicate' (expected one of: tenant, key, catalog, customer, campaign, report, db)"
         ),
         (["tenant", "bogus"], "unknown command 'bogus' (expected one of: create, list, rotate-key, update)"),
         (["tenant", "list", "--bogus"], "unknown option '--bogus'"),
@@ -405,6 +405,16 @@ func apiKey(in stdout: String) -> String? {
         (["campaign", "generate", "acme", "c1", "--count", "-5"], "--count takes a whole number in 1...100000000"),
         (["campaign", "export", "acme", "c1", "--json"], "unknown option '--json'"),
         (["db", "migrate", "--connect", "unix:/tmp/x.sock"], "unknown option '--connect'"),
+        (
+            ["report", "funnel", "acme", "--offer", "o", "--campaign", "c"],
+            "give at most one of --offer, --campaign or --product"
+        ),
+        (["report", "funnel", "acme", "--bucket", "week"], "--bucket takes day or hour"),
+        (["report", "funnel", "acme", "--from", "2026-12-02", "--to", "2026-12-01"], "--from must be before --to"),
+        (
+            ["report", "funnel", "acme", "--from", "yesterday"],
+            "--from takes an RFC 3339 time or a day (2026-11-30)"
+        ),
     ]
 
     @Test(arguments: 0..<cases.count)
