@@ -29,6 +29,7 @@ struct Services: Sendable {
         let customers = CustomerService(
             repository: database.subscriptions, apple: database.appleData, caches: caches, clock: clock)
         let redemptions = RedemptionCoordinator(repository: database.campaigns, clock: clock)
+        let claims = ClaimCoordinator(repository: database.campaigns, clock: clock)
         self.caches = caches
         self.redemptions = redemptions
         self.clock = clock
@@ -38,12 +39,13 @@ struct Services: Sendable {
             adminKeyDigest: options.adminKey.flatMap { $0.isEmpty ? nil : SHA256.hash($0) }, logger: logger)
         keys = KeyService(repository: database.signingKeys, sealer: sealer, caches: caches, logger: logger)
         catalog = CatalogService(repository: database.catalog, caches: caches, clock: clock, logger: logger)
-        offers = OfferService(
-            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures), clock: clock,
-            nonce: options.nonce)
+        let offers = OfferService(
+            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures),
+            signatures: database.signatures, campaigns: database.campaigns, clock: clock, nonce: options.nonce)
+        self.offers = offers
         codes = CodeService(
             repository: database.campaigns, customers: customers, caches: caches, redemptions: redemptions,
-            clock: clock)
+            claims: claims, offers: offers, clock: clock)
         campaigns = CampaignService(repository: database.campaigns, caches: caches, clock: clock, logger: logger)
         system = SystemService(database: database, caches: caches, stats: stats, version: options.version)
         apple = AppleDataService(
