@@ -48,7 +48,7 @@ let package = Package(
         .executableTarget(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC"]),
-        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
+        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),

@@ -66,18 +66,21 @@ public struct SignatureLedger: Sendable {
         }
     }
 
-    /// The latest signature made for a redemption in `format` since `since`, not yet used for a purchase: the JSON
-    /// object it answered, or nil.
+    /// The latest signature made for a live (not rolled back) redemption in `format` since `since`, not yet used for
+    /// a purchase: the JSON object it answered, or nil.
     public func signedOffer(tenant: UUID, redemptionId: UUID, format: IssuedSignature.Format, since: Date)
         async throws(StoreError) -> String?
     {
         try await storeCall {
             try await pool.query(
                 """
-                SELECT signed_offer::text FROM issued_signatures
-                WHERE tenant_id = \(tenant) AND redemption_id = \(redemptionId) AND format = \(format.rawValue)
-                      AND issued_at >= \(since) AND signed_offer IS NOT NULL AND purchased_at IS NULL
-                ORDER BY issued_at DESC LIMIT 1
+                SELECT s.signed_offer::text FROM issued_signatures s
+                WHERE s.tenant_id = \(tenant) AND s.redemption_id = \(redemptionId) AND s.format = \(format.rawValue)
+                      AND s.issued_at >= \(since) AND s.signed_offer IS NOT NULL AND s.purchased_at IS NULL
+                      AND EXISTS (SELECT 1 FROM redemptions r
+                                  WHERE r.tenant_id = s.tenant_id AND r.redemption_id = s.redemption_id
+                                        AND r.rolled_back_at IS NULL)
+                ORDER BY s.issued_at DESC LIMIT 1
                 """, prepared: true
             ).scalar(String.self)
         }

@@ -30,6 +30,7 @@ let handlers: [[String]: Handler] = [
     ["campaign", "deactivate"]: CampaignCommands.deactivate,
     ["campaign", "generate"]: CampaignCommands.generate,
     ["campaign", "export"]: CampaignCommands.export,
+    ["campaign", "import"]: CampaignCommands.importCodes,
 ]
 
 /// Checks a verb's local input before any connection is made (so usage errors exit 64 without a gateway).
@@ -47,6 +48,7 @@ let validators: [[String]: @Sendable (ParsedCommand) throws -> Void] = [
         }
     },
     ["campaign", "export"]: { _ = try $0.integer("page-size", in: 1...1000) },
+    ["campaign", "import"]: { _ = try $0.integer("batch-size", in: 1...10_000) },
 ]
 
 /// Reads a small input file (a key, a catalog) whole; the size cap keeps a wrong path from eating memory.

@@ -158,7 +158,7 @@ final class ClaimCoordinator: Sendable {
         let attempts = batch.map(\.attempt)
         let verdicts = try await repository.commitClaimBatch(
             tenant: key.tenant, campaignId: key.campaignId, customers: Array(Set(attempts.map(\.customerId))),
-            keys: Array(Set(attempts.compactMap(\.idempotencyKey))), wanted: attempts.count
+            keys: Array(Set(attempts.compactMap(\.idempotencyKey))), wanted: attempts.count, at: at
         ) { snapshot in
             let verdicts = ClaimDecider.decide(
                 attempts, campaign: snapshot.record.campaign, at: at, claimed: snapshot.record.redeemed,

@@ -89,10 +89,11 @@ extension CampaignRepository {
     }
 
     /// Commits one batch of claims of a campaign in ONE transaction and returns `decide`'s result after `COMMIT`.
-    /// `wanted` is how many free codes the batch may need (its number of attempts). `decide` must be pure: it runs
-    /// again when the transaction is retried.
+    /// `wanted` is how many free codes the batch may need (its number of attempts); `at` is the claims' time (the
+    /// gateway's decision clock, as signatures have). `decide` must be pure: it runs again when the transaction is
+    /// retried.
     public func commitClaimBatch<T: Sendable>(
-        tenant: UUID, campaignId: String, customers: [String], keys: [String], wanted: Int,
+        tenant: UUID, campaignId: String, customers: [String], keys: [String], wanted: Int, at: Date,
         decide: @escaping @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
     ) async throws(StoreError) -> T {
         try await storeCall {
@@ -102,7 +103,7 @@ extension CampaignRepository {
                 try await pool.withConnection { connection in
                     try await Self.claimTransaction(
                         connection, tenant: tenant, campaignId: campaignId, customers: customers, keys: keys,
-                        wanted: wanted, decide: decide)
+                        wanted: wanted, at: at, decide: decide)
                 }
             }
         }
@@ -110,7 +111,7 @@ extension CampaignRepository {
 
     static func claimTransaction<T: Sendable>(
         _ connection: PostgresConnection, tenant: UUID, campaignId: String, customers: [String], keys: [String],
-        wanted: Int, decide: @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
+        wanted: Int, at: Date, decide: @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
     ) async throws -> T {
         // On any failure the pool rolls the open transaction back when the connection is returned.
         let reads = try await connection.pipeline(
@@ -171,7 +172,7 @@ extension CampaignRepository {
                 RETURNING redeemed),
             claimed AS (
                 UPDATE apple_codes AS a
-                SET claim_id = x.id, customer_id = x.customer, claimed_at = now(), idempotency_key = x.key
+                SET claim_id = x.id, customer_id = x.customer, claimed_at = \(at), idempotency_key = x.key
                 FROM unnest(\(writes.claims.map(\.claim.claimId))::uuid[], \(writes.claims.map(\.claim.code))::text[],
                             \(writes.claims.map(\.claim.customerId))::text[],
                             \(writes.claims.map(\.idempotencyKey))::text[]) AS x(id, code, customer, key)
