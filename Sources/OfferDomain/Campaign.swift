@@ -162,13 +162,15 @@ public struct Campaign: Sendable, Hashable, Codable {
         if let appleReferenceName {
             guard kind == .appleOneTime else {
                 throw OfferDomainError(
-                    .invalidCampaign, field: "appleReferenceName", "only an appleOneTime campaign has appleReferenceName")
+                    .invalidCampaign, field: "appleReferenceName",
+                    "only an appleOneTime campaign has appleReferenceName")
             }
             guard (1...255).contains(appleReferenceName.utf8.count),
                 !appleReferenceName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else {
                 throw OfferDomainError(
-                    .invalidCampaign, field: "appleReferenceName", "appleReferenceName must be 1-255 bytes, no controls")
+                    .invalidCampaign, field: "appleReferenceName", "appleReferenceName must be 1-255 bytes, no controls"
+                )
             }
         }
         // A customer gets one code of a claimed campaign: asking again returns the same code.

@@ -270,7 +270,8 @@ public struct AppleDataRepository: Sendable {
             RETURNING transaction_id
             """)
         // Purchases kept unlinked so far are attributed now that their customer is known.
-        try await attribute(tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
+        try await attribute(
+            tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
         let renewals = try await tx.query(
             """
             UPDATE apple_renewal_infos SET customer_id = \(customerId)

@@ -133,11 +133,13 @@ struct AppleCodeClaimTests {
             // The total limit (3) is reached before the codes run out.
             let limited = await expectRPCError(-32041) { try await claim("dave") }
             #expect(limited?.reason == "code_exhausted")
-            let stats = try await admin.call(method: "campaigns.stats", params: ["tenant": "asc-app", "campaignId": "asc"])
+            let stats = try await admin.call(
+                method: "campaigns.stats", params: ["tenant": "asc-app", "campaignId": "asc"])
             #expect(stats["claimed"] == 3 && stats["purchased"] == 0 && stats["codesGenerated"] == 4)
             #expect(stats["remaining"] == 0)
             // Deactivated: new customers are refused, a customer's own code stays theirs.
-            _ = try await admin.call(method: "campaigns.deactivate", params: ["tenant": "asc-app", "campaignId": "asc"])
+            _ = try await admin.call(
+                method: "campaigns.deactivate", params: ["tenant": "asc-app", "campaignId": "asc"])
             await expectRPCError(-32042) { try await claim("erin") }
             #expect(try await claim("alice")["code"] == a["code"])
 
@@ -149,7 +151,9 @@ struct AppleCodeClaimTests {
             await expectRPCError(-32004) { try await claim("x", campaign: "none") }
             _ = try await admin.call(
                 method: "campaigns.create",
-                params: ["tenant": "asc-app", "campaignId": "vanity", "offerId": "code1", "kind": "custom", "code": "V"])
+                params: [
+                    "tenant": "asc-app", "campaignId": "vanity", "offerId": "code1", "kind": "custom", "code": "V",
+                ])
             await expectRPCError(-32602, param: "params.campaignId") { try await claim("x", campaign: "vanity") }
             await expectRPCError(-32602, param: "params.campaignId") {
                 try await Self.importCodes(admin, tenant: "asc-app", id: "vanity", ["ABC"])

@@ -136,7 +136,8 @@ struct AttributionTests {
             _ = try await app.admin.call(
                 method: "campaigns.importCodes",
                 params: [
-                    "tenant": .string(app.slug), "campaignId": "asc", "codes": ["AAAA1111BBBB2222CC", "DDDD3333EEEE4444FF"],
+                    "tenant": .string(app.slug), "campaignId": "asc",
+                    "codes": ["AAAA1111BBBB2222CC", "DDDD3333EEEE4444FF"],
                 ])
             let customer = UUID().uuidString.lowercased()
             let claim = try await app.client.call(

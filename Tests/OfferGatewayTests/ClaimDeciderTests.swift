@@ -33,7 +33,10 @@ struct ClaimDeciderTests {
         let record = IdempotencyRecord(
             requestHash: ClaimCoordinator.requestHash(campaignId: "asc", customerId: "a"), responseJSON: "{}")
         let verdicts = ClaimDecider.decide(
-            [Self.attempt("a", key: "k"), Self.attempt("b", key: "k"), Self.attempt("c"), Self.attempt("d", eligible: false)],
+            [
+                Self.attempt("a", key: "k"), Self.attempt("b", key: "k"), Self.attempt("c"),
+                Self.attempt("d", eligible: false),
+            ],
             campaign: try Self.campaign(expiresAt: Self.now), at: Self.now, claimed: 1, claims: ["a": held],
             freeCodes: ["C1"], records: ["k": record])
         #expect(verdicts == [.replay(held), .keyConflict, .refused(.campaignExpired), .refused(.campaignExpired)])

@@ -121,7 +121,12 @@ struct RedeemAndSignTests {
             let check = try await ApplePython.check([
                 "verify": [
                     "publicKeyPEM": .string(s.key.publicKey.pem),
-                    "v1": [["payloadHex": .string(payload.map { String(format: "%02x", $0) }.joined()), "signature": .string(der.base64EncodedString())]],
+                    "v1": [
+                        [
+                            "payloadHex": .string(payload.map { String(format: "%02x", $0) }.joined()),
+                            "signature": .string(der.base64EncodedString()),
+                        ]
+                    ],
                 ],
                 "apple": [
                     "privateKeyPEM": .string(try s.key.exportPKCS8PEM()), "keyId": .string(Self.keyId),
@@ -197,7 +202,8 @@ struct RedeemAndSignTests {
             #expect(signature["format"] == "jws" && signature["offerId"] == "retention_50_off")
             let compact = try #require(signature["compactJWS"]?.stringValue)
             #expect(try s.key.publicKey.verifyJWS(compact: compact))
-            let claims = try JSONParsing.parse(String(decoding: try CompactJWS(compact: compact).payload, as: UTF8.self))
+            let claims = try JSONParsing.parse(
+                String(decoding: try CompactJWS(compact: compact).payload, as: UTF8.self))
             #expect(claims["offerIdentifier"] == "retention_50_off" && claims["productId"] == "monthly")
             #expect(claims["transactionId"] == "2000000123" && claims["bid"] == .string(Self.bundleId))
             #expect(claims["nonce"] == signature["nonce"])
@@ -220,8 +226,9 @@ struct RedeemAndSignTests {
             // Apple's token for the same offer: same header and the same claims but for nonce and iat.
             let apple = try CompactJWS(compact: check["apple"]?["promotional"]?.stringValue ?? "")
             let ours = try CompactJWS(compact: compact)
-            #expect(try JSONParsing.parse(String(decoding: apple.header, as: UTF8.self))
-                == JSONParsing.parse(String(decoding: ours.header, as: UTF8.self)))
+            #expect(
+                try JSONParsing.parse(String(decoding: apple.header, as: UTF8.self))
+                    == JSONParsing.parse(String(decoding: ours.header, as: UTF8.self)))
             var theirClaims = try #require(
                 try JSONParsing.parse(String(decoding: apple.payload, as: UTF8.self)).objectValue)
             var ourClaims = try #require(claims.objectValue)
@@ -272,7 +279,8 @@ struct RedeemAndSignTests {
             }
             #expect(notSignable?.reason == "offer_not_signable")
             await expectRPCError(-32602, param: "params.sign") {
-                try await s.app.call(method: "codes.redeem", params: ["code": "SAVE50", "customerId": "c1", "sign": "v2"])
+                try await s.app.call(
+                    method: "codes.redeem", params: ["code": "SAVE50", "customerId": "c1", "sign": "v2"])
             }
             await expectRPCError(-32602, param: "params.appAccountToken") {
                 try await s.app.call(

@@ -168,8 +168,10 @@ final class ClaimCoordinator: Sendable {
                 guard case .accepted(let code) = verdict else { continue }
                 let attempt = attempts[index]
                 writes.claims.append(
-                    (StoredClaim(claimId: attempt.claimId, code: code, customerId: attempt.customerId),
-                     attempt.idempotencyKey))
+                    (
+                        StoredClaim(claimId: attempt.claimId, code: code, customerId: attempt.customerId),
+                        attempt.idempotencyKey
+                    ))
                 if let idempotencyKey = attempt.idempotencyKey {
                     let stored = "{\"claimId\":\"\(attempt.claimId.uuidString.lowercased())\"}"
                     writes.idempotency.append(

@@ -106,7 +106,10 @@ final class RedemptionCoordinator: Sendable {
                         customerId: attempt.customerId, idempotencyKey: attempt.idempotencyKey))
                 if let idempotencyKey = attempt.idempotencyKey {
                     writes.idempotency.append(
-                        (idempotencyKey, IdempotencyRecord(requestHash: attempt.requestHash, responseJSON: responses[index])))
+                        (
+                            idempotencyKey,
+                            IdempotencyRecord(requestHash: attempt.requestHash, responseJSON: responses[index])
+                        ))
                 }
             }
             return (writes, verdicts)

@@ -167,8 +167,10 @@ struct CampaignService: Sendable {
         }
         logger.info(
             "codes imported",
-            ["tenant": tenant.slug, "campaign": campaignId, "count": String(result.imported),
-             "duplicates": String(result.duplicates)])
+            [
+                "tenant": tenant.slug, "campaign": campaignId, "count": String(result.imported),
+                "duplicates": String(result.duplicates),
+            ])
         return result
     }
 

@@ -240,7 +240,8 @@ struct OfferService: Sendable {
     /// `v1` or `jws`.
     static func format(_ text: String, param: String) throws -> IssuedSignature.Format {
         guard text == "v1" || text == "jws", let format = IssuedSignature.Format(rawValue: text) else {
-            throw GatewayError.invalidParams(param: param, message: "\(param.split(separator: ".").last ?? "") must be v1 or jws")
+            throw GatewayError.invalidParams(
+                param: param, message: "\(param.split(separator: ".").last ?? "") must be v1 or jws")
         }
         return format
     }

@@ -68,13 +68,14 @@ extension CampaignRepository {
                 guard kind == CampaignKind.appleOneTime.rawValue else {
                     throw StoreError.conflict("campaign '\(campaignId)' is not an appleOneTime campaign")
                 }
-                let inserted = try await tx.query(
-                    """
-                    INSERT INTO apple_codes (tenant_id, code, campaign_id)
-                    SELECT \(tenant), x, \(campaignId) FROM unnest(\(codes)::text[]) AS x
-                    ON CONFLICT DO NOTHING
-                    """
-                ).affectedRows ?? 0
+                let inserted =
+                    try await tx.query(
+                        """
+                        INSERT INTO apple_codes (tenant_id, code, campaign_id)
+                        SELECT \(tenant), x, \(campaignId) FROM unnest(\(codes)::text[]) AS x
+                        ON CONFLICT DO NOTHING
+                        """
+                    ).affectedRows ?? 0
                 try await tx.query(
                     """
                     UPDATE campaigns SET codes_generated = codes_generated + \(Int64(inserted))
