@@ -49,7 +49,7 @@ let package = Package(
         .executableTarget(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC"]),
-        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "ByteCoding"]),
+        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain", "ByteCoding"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),

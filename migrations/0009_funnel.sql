@@ -100,8 +100,29 @@ END $$;
 CREATE TRIGGER redemptions_funnel AFTER INSERT ON redemptions
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION offergate_funnel_redemptions_added();
 
--- Verified transactions: which offer each one used (offerType 2, 3, 4 name it by offerIdentifier; an introductory
--- offer, type 1, is the product's introductory offer), the first use per chain and offer counted `purchased` in the
+-- Apple one-time codes handed out (codes.claim, 0008): a claim is the code row's claim columns being filled in.
+CREATE FUNCTION offergate_funnel_claims_made() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO funnel_rollups AS r (tenant_id, offer_id, bucket_start, stage, campaign_id, slot, count)
+    SELECT a.tenant_id, c.offer_id, date_trunc('hour', a.claimed_at, 'UTC'), 'claimed', a.campaign_id,
+           offergate_funnel_slot(), count(*)
+    FROM after_update a
+    JOIN before_update b ON b.tenant_id = a.tenant_id AND b.code = a.code
+    JOIN campaigns c ON c.tenant_id = a.tenant_id AND c.campaign_id = a.campaign_id
+    WHERE a.claim_id IS NOT NULL AND b.claim_id IS NULL
+    GROUP BY 1, 2, 3, 5 ORDER BY 1, 2, 3, 5
+    ON CONFLICT (tenant_id, offer_id, bucket_start, stage, campaign_id, slot)
+        DO UPDATE SET count = r.count + EXCLUDED.count;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER apple_codes_funnel AFTER UPDATE ON apple_codes
+    REFERENCING OLD TABLE AS before_update NEW TABLE AS after_update
+    FOR EACH STATEMENT EXECUTE FUNCTION offergate_funnel_claims_made();
+
+-- Verified transactions: which offer each one used (offerType 2, 3, 4 name it by offerIdentifier; an offer code,
+-- type 3, may name it by the `apple_reference_name` of a campaign granting it (0008); an introductory offer, type 1,
+-- is the product's introductory offer), the first use per chain and offer counted `purchased` in the
 -- hour of its purchase date; a chain's first full-price transaction after such a purchase counts it `renewed`, in
 -- the purchase's hour (so every bucket's renewed ≤ purchased: a cohort). Xcode data (unsigned) counts nothing.
 CREATE FUNCTION offergate_funnel_transactions_added() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -114,8 +135,12 @@ BEGIN
             SELECT f.offer_id FROM offers f
             WHERE f.tenant_id = a.tenant_id
               AND ((a.offer_type IN (2, 3, 4) AND f.offer_id = a.offer_id)
-                   OR (a.offer_type = 1 AND f.type = 'introductory' AND f.product_id = a.product_id))
-            ORDER BY f.offer_id LIMIT 1
+                   OR (a.offer_type = 1 AND f.type = 'introductory' AND f.product_id = a.product_id)
+                   OR (a.offer_type = 3 AND f.offer_id IN (
+                           SELECT c.offer_id FROM campaigns c
+                           WHERE c.tenant_id = a.tenant_id AND c.apple_reference_name = a.offer_id)))
+            -- The offer named by its id first, then one named through a campaign's reference name.
+            ORDER BY (f.offer_id = a.offer_id) DESC, f.offer_id LIMIT 1
         ) o ON true
         WHERE a.authenticity = 'verifiedChain'
         ORDER BY a.tenant_id, a.original_transaction_id, o.offer_id, a.purchase_date

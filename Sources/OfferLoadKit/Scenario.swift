@@ -13,6 +13,8 @@ public enum ScenarioKind: String, CaseIterable, Sendable, Codable {
     case redeemHot = "redeem-hot"
     /// `codes.redeem` of a pool of one-time codes, each by its own customer.
     case redeemOneTime = "redeem-onetime"
+    /// `codes.claim` of an appleOneTime campaign's imported codes, each by its own customer.
+    case claim
     /// A weighted mix of the others (`--mix best=70,sign=20,redeem-hot=10`).
     case mixed
 
@@ -36,6 +38,7 @@ public enum ScenarioKind: String, CaseIterable, Sendable, Codable {
         case .sign: [.tenant, .catalog, .signingKey, .customersWithHistories]
         case .redeemHot: [.tenant, .catalog, .customCodeCampaign]
         case .redeemOneTime: [.tenant, .catalog, .oneTimeCodeCampaign]
+        case .claim: [.tenant, .catalog, .appleCodeCampaign]
         case .mixed: []
         }
     }
@@ -58,6 +61,8 @@ public struct SetupNeeds: OptionSet, Sendable, Hashable {
     public static let oneTimeCodeCampaign = SetupNeeds(rawValue: 1 << 4)
     /// Customers with subscription histories (`subscriptions.record`), some lapsed, some active.
     public static let customersWithHistories = SetupNeeds(rawValue: 1 << 5)
+    /// An `appleOneTime` campaign with imported codes (`campaigns.importCodes`), as many as `oneTimeCodes`.
+    public static let appleCodeCampaign = SetupNeeds(rawValue: 1 << 6)
 }
 
 /// A product and one of its promotional offers, as the `sign` scenario uses them.
@@ -88,11 +93,13 @@ public struct ScenarioFixture: Sendable, Equatable, Codable {
     /// The one-time codes and their campaign (for `redeem-onetime`).
     public var oneTimeCodes: [String]
     public var oneTimeCampaignId: String?
+    /// The appleOneTime campaign whose codes `claim` hands out.
+    public var appleCampaignId: String?
 
     public init(
         runTag: String, customers: [String] = [], products: [String] = [], promotionalOffers: [OfferRef] = [],
         signFormats: [String] = ["v1", "jws"], hotCode: String? = nil, hotCampaignId: String? = nil,
-        oneTimeCodes: [String] = [], oneTimeCampaignId: String? = nil
+        oneTimeCodes: [String] = [], oneTimeCampaignId: String? = nil, appleCampaignId: String? = nil
     ) {
         self.runTag = runTag
         self.customers = customers
@@ -103,6 +110,7 @@ public struct ScenarioFixture: Sendable, Equatable, Codable {
         self.hotCampaignId = hotCampaignId
         self.oneTimeCodes = oneTimeCodes
         self.oneTimeCampaignId = oneTimeCampaignId
+        self.appleCampaignId = appleCampaignId
     }
 
     /// A fresh customer id for request `index` (redemptions: unique customers, so per-customer limits never bite).
@@ -238,6 +246,8 @@ public struct Scenario: Sendable, Equatable {
             if f.hotCode == nil { throw missing("custom code") }
         case .redeemOneTime:
             if f.oneTimeCodes.isEmpty { throw missing("one-time codes") }
+        case .claim:
+            if f.appleCampaignId == nil { throw missing("appleOneTime campaign") }
         }
     }
 
@@ -265,6 +275,13 @@ public struct Scenario: Sendable, Equatable {
             return redeem(code: f.hotCode ?? "", index: index, f)
         case .redeemOneTime:
             return redeem(code: f.oneTimeCodes[index % f.oneTimeCodes.count], index: index, f)
+        case .claim:
+            return LoadRequest(
+                method: "codes.claim",
+                params: [
+                    "campaignId": .string(f.appleCampaignId ?? ""), "customerId": .string(f.syntheticCustomer(index)),
+                    "idempotencyKey": .string(f.idempotencyKey(index)),
+                ])
         }
     }
 

@@ -212,6 +212,7 @@ public struct AppleDataRepository: Sendable {
                 WHERE tenant_id = \(tenant) AND notification_uuid = \(n.notificationUUID)
                 """)
         }
+        try await attribute(tx, tenant: tenant, transactionIds: batch.transactions.map(\.facts.transactionId))
         return AppleIngestOutcome(
             duplicateNotification: false, applied: applied, duplicates: duplicates, customers: customers.sorted())
     }
@@ -266,8 +267,11 @@ public struct AppleDataRepository: Sendable {
             UPDATE apple_transactions SET customer_id = \(customerId)
             WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
                 AND app_account_token IS NULL
-            RETURNING 1
+            RETURNING transaction_id
             """)
+        // Purchases kept unlinked so far are attributed now that their customer is known.
+        try await attribute(
+            tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
         let renewals = try await tx.query(
             """
             UPDATE apple_renewal_infos SET customer_id = \(customerId)

@@ -30,6 +30,7 @@ let handlers: [[String]: Handler] = [
     ["campaign", "deactivate"]: CampaignCommands.deactivate,
     ["campaign", "generate"]: CampaignCommands.generate,
     ["campaign", "export"]: CampaignCommands.export,
+    ["campaign", "import"]: CampaignCommands.importCodes,
     ["report", "funnel"]: ReportCommands.funnel,
 ]
 
@@ -48,6 +49,7 @@ let validators: [[String]: @Sendable (ParsedCommand) throws -> Void] = [
         }
     },
     ["campaign", "export"]: { _ = try $0.integer("page-size", in: 1...1000) },
+    ["campaign", "import"]: { _ = try $0.integer("batch-size", in: 1...10_000) },
     ["report", "funnel"]: { _ = try FunnelQuery($0) },
 ]
 

@@ -107,7 +107,12 @@ let campaignSpec = CommandSpec(
             options: [
                 .option("offer", "ID", "The offer the codes redeem (required)."),
                 .option(
-                    "kind", "KIND", "oneTime (generated codes, one use each) or custom (one shared code) (required)."),
+                    "kind", "KIND",
+                    "oneTime (generated codes, one use each), custom (one shared code) or appleOneTime (codes from App "
+                        + "Store Connect, handed out by codes.claim) (required)."),
+                .option(
+                    "apple-reference-name", "NAME",
+                    "appleOneTime: the offer code's reference name in App Store Connect (attributes purchases)."),
                 .option("code", "CODE", "The custom code."),
                 .option("limit", "N", "Redemptions in total (default: unlimited)."),
                 .option("per-customer", "N", "Redemptions per customer (default: 1)."),
@@ -144,6 +149,22 @@ let campaignSpec = CommandSpec(
             ] + commonOptions,
             arguments: [
                 ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+            ]),
+        CommandSpec(
+            "import",
+            abstract: "Import App Store Connect's one-time codes file into an appleOneTime campaign.",
+            discussion: """
+                FILE is the file App Store Connect lets you download: one code per line, with or without a header \
+                line, or CSV with the code in the first column. Duplicates and invalid lines are reported by line \
+                number (never the code); codes the tenant holds already count as duplicates. Importing the same \
+                file again adds nothing.
+                """,
+            options: [
+                .option("batch-size", "N", "Codes sent per request (1-10000).", default: "10000")
+            ] + commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+                ArgumentSpec("file", "The codes file."),
             ]),
         CommandSpec(
             "export", abstract: "Write a campaign's codes as CSV (code,state,redeemed_at), page by page.",

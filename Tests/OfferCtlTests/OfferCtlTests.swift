@@ -379,7 +379,10 @@ func apiKey(in stdout: String) -> String? {
         (["catalog", "import", "acme"], "missing argument <file>"),
         (["campaign", "create", "acme", "c1", "--offer", "o"], "missing --kind"),
         (["campaign", "create", "acme", "c1", "--kind", "oneTime"], "missing --offer"),
-        (["campaign", "create", "acme", "c1", "--offer", "o", "--kind", "forever"], "--kind takes oneTime or custom"),
+        (
+            ["campaign", "create", "acme", "c1", "--offer", "o", "--kind", "forever"],
+            "--kind takes oneTime, custom or appleOneTime"
+        ),
         (
             ["campaign", "create", "acme", "c1", "--offer", "o", "--kind", "oneTime", "--code", "SPRING"],
             "--code is for --kind custom (one-time codes are generated)"

@@ -29,6 +29,7 @@ enum Wire {
             "state": .string(c.state(at: at).rawValue), "deactivatedAt": date(c.deactivatedAt),
             "redeemed": .int(record.redeemed), "rolledBack": .int(record.rolledBack),
             "codesGenerated": .int(record.codesGenerated), "createdAt": date(record.createdAt),
+            "appleReferenceName": c.appleReferenceName.map { .string($0) } ?? .null,
         ]
     }
 
@@ -101,19 +102,34 @@ enum Wire {
 
     static func signed(_ signed: OfferService.SignedOffer) -> JSONValue {
         switch signed {
-        case .v1(let signature, let keyId, let offerId, let productId, let appAccountToken):
+        case .v1(let keyId, let nonce, let timestamp, let signature, let offerId, let productId, let appAccountToken):
             return [
-                "format": "v1", "keyId": .string(keyId), "nonce": .string(signature.nonceString),
-                "timestamp": .number(JSONNumber(signature.timestamp)), "signature": .string(signature.signature),
+                "format": "v1", "keyId": .string(keyId), "nonce": .string(nonce),
+                "timestamp": .number(JSONNumber(timestamp)), "signature": .string(signature),
                 "offerId": .string(offerId), "productId": .string(productId),
                 "appAccountToken": .string(appAccountToken),
             ]
         case .jws(let jws, let keyId, let nonce, let offerId, let productId):
             return [
                 "format": "jws", "compactJWS": .string(jws), "offerId": .string(offerId),
-                "productId": .string(productId), "keyId": .string(keyId), "nonce": .string(nonce.lowercasedString),
+                "productId": .string(productId), "keyId": .string(keyId), "nonce": .string(nonce),
             ]
         }
+    }
+
+    /// A redemption, with its signature when `codes.redeem` was asked to sign.
+    static func receipt(_ receipt: RedemptionReceipt, signature: OfferService.SignedOffer?) -> JSONValue {
+        guard var object = Wire.receipt(receipt).objectValue else { return Wire.receipt(receipt) }
+        if let signature { object["signature"] = signed(signature) }
+        return .object(object)
+    }
+
+    /// A claimed code (`codes.claim`). The code is a secret: this object goes to the client only.
+    static func claim(_ claim: ClaimReceipt) -> JSONValue {
+        [
+            "claimId": .string(claim.claimId), "code": .string(claim.code), "campaignId": .string(claim.campaignId),
+            "offerId": .string(claim.offerId), "productId": .string(claim.productId), "replayed": .bool(claim.replayed),
+        ]
     }
 
     static func receipt(_ receipt: RedemptionReceipt) -> JSONValue {
