@@ -201,7 +201,8 @@ enum FunnelPage {
         h += "<h2>Over time</h2>\n"
         h += "<p class=\"sub\">Top of the funnel: offered, impressions and taps per \(e(report.bucket)).</p>\n"
         h += lines(report, stages: [0, 1, 2])
-        h += "<p class=\"sub\">Bottom of the funnel: signed, redeemed, claimed, purchased and renewed per "
+        h +=
+            "<p class=\"sub\">Bottom of the funnel: signed, redeemed, claimed, purchased and renewed per "
             + "\(e(report.bucket)).</p>\n"
         h += lines(report, stages: [3, 4, 5, 6, 7])
         h += "<h2>By \(e(report.bucket))</h2>\n<table><tr><th>start (UTC)</th>"
@@ -268,11 +269,15 @@ enum FunnelPage {
         }
         func y(_ v: Double) -> Double { top + plotH * (1 - v / yMax) }
         var s = "<div class=\"legend\">"
-        for i in stages { s += "<span><i style=\"background:\(colours[i])\"></i>\(e(FunnelReport.stages[i].title))</span>" }
-        s += "</div>\n<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\" aria-label=\"stages over time\">\n"
+        for i in stages {
+            s += "<span><i style=\"background:\(colours[i])\"></i>\(e(FunnelReport.stages[i].title))</span>"
+        }
+        s +=
+            "</div>\n<svg width=\"\(Int(width))\" height=\"\(Int(height))\" role=\"img\" aria-label=\"stages over time\">\n"
         for g in 0...4 {
             let v = yMax * Double(g) / 4
-            s += "<line x1=\"\(f(left))\" y1=\"\(f(y(v)))\" x2=\"\(f(width - right))\" y2=\"\(f(y(v)))\" stroke=\"#e5e9ed\"/>"
+            s +=
+                "<line x1=\"\(f(left))\" y1=\"\(f(y(v)))\" x2=\"\(f(width - right))\" y2=\"\(f(y(v)))\" stroke=\"#e5e9ed\"/>"
             s += "<text x=\"\(f(left - 8))\" y=\"\(f(y(v) + 4))\" text-anchor=\"end\">\(Int(v))</text>\n"
         }
         let step = max(1, Int((Double(rows.count) / 8).rounded(.up)))
@@ -280,15 +285,18 @@ enum FunnelPage {
             s += "<text x=\"\(f(x(i)))\" y=\"\(f(height - bottom + 18))\" text-anchor=\"middle\">"
             s += "\(e(report.label(row.start)))</text>"
         }
-        s += "\n<line x1=\"\(f(left))\" y1=\"\(f(y(0)))\" x2=\"\(f(width - right))\" y2=\"\(f(y(0)))\" stroke=\"#59636e\"/>\n"
+        s +=
+            "\n<line x1=\"\(f(left))\" y1=\"\(f(y(0)))\" x2=\"\(f(width - right))\" y2=\"\(f(y(0)))\" stroke=\"#59636e\"/>\n"
         for i in stages {
             let points = rows.enumerated().map { "\(f(x($0.offset))),\(f(y(Double($0.element.counts[i]))))" }
             s += "<polyline fill=\"none\" stroke=\"\(colours[i])\" stroke-width=\"2.5\" stroke-linejoin=\"round\" "
             s += "points=\"\(points.joined(separator: " "))\"/>\n"
             if rows.count <= 60 {
                 for (j, row) in rows.enumerated() {
-                    s += "<circle cx=\"\(f(x(j)))\" cy=\"\(f(y(Double(row.counts[i]))))\" r=\"3\" fill=\"\(colours[i])\">"
-                    s += "<title>\(e(FunnelReport.stages[i].title)) \(e(report.label(row.start))): \(row.counts[i])</title>"
+                    s +=
+                        "<circle cx=\"\(f(x(j)))\" cy=\"\(f(y(Double(row.counts[i]))))\" r=\"3\" fill=\"\(colours[i])\">"
+                    s +=
+                        "<title>\(e(FunnelReport.stages[i].title)) \(e(report.label(row.start))): \(row.counts[i])</title>"
                     s += "</circle>"
                 }
                 s += "\n"

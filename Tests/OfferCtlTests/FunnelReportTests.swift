@@ -47,7 +47,10 @@ import Testing
                         "START", "OFFERED", "IMPRESSIONS", "TAPS", "SIGNED", "REDEEMED", "CLAIMED", "PURCHASED",
                         "RENEWED",
                     ], "\(table)")
-            #expect(rows.first { $0.first == "2026-11-20" && $0.count == 9 } == ["2026-11-20", "0", "5", "0", "0", "0", "0", "0", "0"])
+            #expect(
+                rows.first { $0.first == "2026-11-20" && $0.count == 9 } == [
+                    "2026-11-20", "0", "5", "0", "0", "0", "0", "0", "0",
+                ])
             #expect(rows.first { $0.first == "2026-11-21" } == ["2026-11-21", "0", "0", "3", "0", "0", "0", "0", "0"])
             #expect(rows.first { $0.first == "TOTAL" } == ["TOTAL", "0", "5", "3", "0", "0", "0", "0", "0"])
             #expect(rows.first { $0.first == "Taps" } == ["Taps", "3", "-", "60", "%"], "\(table)")

@@ -94,7 +94,8 @@ struct FunnelCrashTests {
             again.close()
             await second.terminate()
             let third = try await Spawned.start(
-                databaseURL: url, adminKey: adminKey, masterKey: masterKey, extraArguments: ["--funnel-flush-ms", "600000"])
+                databaseURL: url, adminKey: adminKey, masterKey: masterKey,
+                extraArguments: ["--funnel-flush-ms", "600000"])
             defer { third.killIfRunning() }
             let last = try await third.client(apiKey: apiKey)
             #expect(try await Self.offered(last) == afterKill + 30)

@@ -139,7 +139,8 @@ struct FunnelTests {
             for n in 0..<4 {
                 purchases.append(
                     app.payloads.transaction(
-                        id: "buy-\(n)", purchase: Self.at(Self.h10, minutes: 10 + n), expires: Self.at(Self.h11, minutes: 0),
+                        id: "buy-\(n)", purchase: Self.at(Self.h10, minutes: 10 + n),
+                        expires: Self.at(Self.h11, minutes: 0),
                         token: UUID().uuidString, offerType: 2, offerId: "promo.all", discount: "PAY_AS_YOU_GO",
                         signed: Self.at(Self.h10, minutes: 10 + n)))
             }
@@ -155,7 +156,8 @@ struct FunnelTests {
             purchases.append(
                 app.payloads.transaction(
                     id: "half-1", purchase: Self.at(Self.h10, minutes: 21), expires: days(30),
-                    token: UUID().uuidString, offerType: 2, offerId: "promo.half", signed: Self.at(Self.h10, minutes: 21)))
+                    token: UUID().uuidString, offerType: 2, offerId: "promo.half",
+                    signed: Self.at(Self.h10, minutes: 21)))
             try await app.transactions(purchases)
             try await app.transactions([purchases[1]])  // delivered again: a duplicate
             // Renewals at full price of buy-1 and buy-2 (buy-2's renewal arrives before... nothing: order is free).
@@ -210,7 +212,8 @@ struct FunnelTests {
             }
             try await app.transactions([
                 app.payloads.transaction(
-                    id: "code-buy", purchase: Self.at(Self.h11, minutes: 30), expires: days(30), token: UUID().uuidString,
+                    id: "code-buy", purchase: Self.at(Self.h11, minutes: 30), expires: days(30),
+                    token: UUID().uuidString,
                     offerType: 3, offerId: "Fall One-Time", signed: Self.at(Self.h11, minutes: 30))
             ])
 
@@ -330,7 +333,8 @@ struct FunnelTests {
                 return .object(object)
             }
             let first = try await app.client.call(
-                method: "events.record", params: ["events": [event("e1"), event("e2"), event("e1"), event("e3", "tap")]])
+                method: "events.record",
+                params: ["events": [event("e1"), event("e2"), event("e1"), event("e3", "tap")]])
             #expect(first["recorded"]?.int64Value == Int64(3))
             #expect(first["duplicates"]?.int64Value == Int64(1))
             let again = try await app.client.call(
@@ -351,7 +355,8 @@ struct FunnelTests {
             #expect(Self.count(answer["totals"], "impressions") == 2 + 200 + 2)
             #expect(Self.count(answer["totals"], "taps") == 1)
             let tenant = try await app.gateway.tenantId(app.slug)
-            #expect(try await app.gateway.count("SELECT count(*) FROM funnel_events WHERE tenant_id = \(tenant)") == 205)
+            #expect(
+                try await app.gateway.count("SELECT count(*) FROM funnel_events WHERE tenant_id = \(tenant)") == 205)
             other.close()
         }
     }

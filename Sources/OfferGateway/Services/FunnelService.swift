@@ -98,7 +98,8 @@ struct FunnelService: Sendable {
                 throw GatewayError.invalidParams(
                     param: param + ".at", message: "at is more than a day in the future", reason: "in_future")
             }
-            events.append(FunnelEvent(eventId: eventId, customerId: customerId, offerId: input.offerId, kind: kind, at: at))
+            events.append(
+                FunnelEvent(eventId: eventId, customerId: customerId, offerId: input.offerId, kind: kind, at: at))
         }
         let recorded = try await repository.record(tenant: tenant.id, events)
         return Recorded(recorded: recorded, duplicates: events.count - recorded)

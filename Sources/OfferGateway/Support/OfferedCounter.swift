@@ -48,7 +48,9 @@ final class OfferedCounter: Sendable {
     func count(tenant: UUID, offerId: String, at: Date) {
         guard interval != nil else { return }
         let hour = Int64((at.timeIntervalSince1970 / 3600).rounded(.down))
-        shards[Self.shardIndex()].counts.withLock { $0[Key(tenant: tenant, offerId: offerId, hour: hour), default: 0] += 1 }
+        shards[Self.shardIndex()].counts.withLock {
+            $0[Key(tenant: tenant, offerId: offerId, hour: hour), default: 0] += 1
+        }
     }
 
     /// The shard of the calling thread: a multiplicative hash of its pthread id (threads are long-lived pool and
@@ -91,7 +93,9 @@ final class OfferedCounter: Sendable {
         guard !merged.isEmpty else { return true }
         do {
             try await repository.addOffered(
-                merged.map { OfferedCount(tenant: $0.key.tenant, offerId: $0.key.offerId, hour: $0.key.hour, count: $0.value) })
+                merged.map {
+                    OfferedCount(tenant: $0.key.tenant, offerId: $0.key.offerId, hour: $0.key.hour, count: $0.value)
+                })
             return true
         } catch {
             shards[0].counts.withLock { $0.merge(merged, uniquingKeysWith: +) }
