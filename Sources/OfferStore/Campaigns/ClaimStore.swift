@@ -110,6 +110,30 @@ extension CampaignRepository {
         }
     }
 
+    /// The batch's reads besides the campaign row: the claims its customers hold, `wanted` free codes in code order,
+    /// and the stored outcomes of its idempotency keys. One index probe per customer and key: the `LIMIT 1` keeps the
+    /// planner from turning the customer lookup into a scan of every claim of the campaign, which PostgreSQL 15's
+    /// generic plan did (as it did for redemptions, see `batchLookups`); `ClaimQueryPlanTests` checks the plans.
+    static func claimLookups(tenant: UUID, campaignId: String, customers: [String], keys: [String], wanted: Int)
+        -> [PostgresQuery]
+    {
+        [
+            """
+            SELECT c.customer_id, a.claim_id, a.code
+            FROM unnest(\(customers)::text[]) AS c(customer_id)
+            CROSS JOIN LATERAL (SELECT claim_id, code FROM apple_codes
+                                WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
+                                      AND customer_id = c.customer_id LIMIT 1) AS a
+            """,
+            """
+            SELECT code FROM apple_codes
+            WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId) AND claim_id IS NULL
+            ORDER BY code LIMIT \(Int64(wanted))
+            """,
+            idempotencyLookup(tenant: tenant, keys: keys),
+        ]
+    }
+
     static func claimTransaction<T: Sendable>(
         _ connection: PostgresConnection, tenant: UUID, campaignId: String, customers: [String], keys: [String],
         wanted: Int, at: Date, decide: @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
@@ -122,20 +146,8 @@ extension CampaignRepository {
                 SELECT \(query: .unsafeRaw(columns)) FROM campaigns c
                 WHERE c.tenant_id = \(tenant) AND c.campaign_id = \(campaignId) FOR UPDATE
                 """,
-                """
-                SELECT a.customer_id, a.claim_id, a.code
-                FROM unnest(\(customers)::text[]) AS c(customer_id)
-                CROSS JOIN LATERAL (SELECT customer_id, claim_id, code FROM apple_codes
-                                    WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
-                                          AND customer_id = c.customer_id) AS a
-                """,
-                """
-                SELECT code FROM apple_codes
-                WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId) AND claim_id IS NULL
-                ORDER BY code LIMIT \(Int64(wanted))
-                """,
-                idempotencyLookup(tenant: tenant, keys: keys),
-            ], prepared: true)
+            ] + claimLookups(tenant: tenant, campaignId: campaignId, customers: customers, keys: keys, wanted: wanted),
+            prepared: true)
         guard reads.count == 5 else { throw StoreError.corrupt("pipeline returned \(reads.count) results") }
         _ = try reads[0].get()
         guard let campaignRow = try reads[1].get().first else {
