@@ -47,7 +47,8 @@ public struct ClaimWrites: Sendable {
 /// Claims go through the same group commit as redemptions: one transaction per batch locks the campaign row
 /// (`FOR UPDATE`, which serialises the batches of every process), reads the batch customers' claims and as many
 /// free codes as the batch has attempts, lets a pure `decide` pair them, then claims the codes with a conditional
-/// `UPDATE … WHERE claim_id IS NULL` and raises the campaign's counter conditionally on its limit. A code row has
+/// `UPDATE … WHERE claim_id IS NULL` and raises the campaign's counter conditionally on its limit, and commits, in
+/// one more round trip (two in all, as a redemption batch). A code row has
 /// one claim column set, so no code can have two claims; the partial unique index on (campaign, customer) gives
 /// no customer two codes, even if `decide` were wrong.
 extension CampaignRepository {
@@ -110,6 +111,30 @@ extension CampaignRepository {
         }
     }
 
+    /// The batch's reads besides the campaign row: the claims its customers hold, `wanted` free codes in code order,
+    /// and the stored outcomes of its idempotency keys. One index probe per customer and key: the `LIMIT 1` keeps the
+    /// planner from turning the customer lookup into a scan of every claim of the campaign, which PostgreSQL 15's
+    /// generic plan did (as it did for redemptions, see `batchLookups`); `ClaimQueryPlanTests` checks the plans.
+    static func claimLookups(tenant: UUID, campaignId: String, customers: [String], keys: [String], wanted: Int)
+        -> [PostgresQuery]
+    {
+        [
+            """
+            SELECT c.customer_id, a.claim_id, a.code
+            FROM unnest(\(customers)::text[]) AS c(customer_id)
+            CROSS JOIN LATERAL (SELECT claim_id, code FROM apple_codes
+                                WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
+                                      AND customer_id = c.customer_id LIMIT 1) AS a
+            """,
+            """
+            SELECT code FROM apple_codes
+            WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId) AND claim_id IS NULL
+            ORDER BY code LIMIT \(Int64(wanted))
+            """,
+            idempotencyLookup(tenant: tenant, keys: keys),
+        ]
+    }
+
     static func claimTransaction<T: Sendable>(
         _ connection: PostgresConnection, tenant: UUID, campaignId: String, customers: [String], keys: [String],
         wanted: Int, at: Date, decide: @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
@@ -122,20 +147,8 @@ extension CampaignRepository {
                 SELECT \(query: .unsafeRaw(columns)) FROM campaigns c
                 WHERE c.tenant_id = \(tenant) AND c.campaign_id = \(campaignId) FOR UPDATE
                 """,
-                """
-                SELECT a.customer_id, a.claim_id, a.code
-                FROM unnest(\(customers)::text[]) AS c(customer_id)
-                CROSS JOIN LATERAL (SELECT customer_id, claim_id, code FROM apple_codes
-                                    WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
-                                          AND customer_id = c.customer_id) AS a
-                """,
-                """
-                SELECT code FROM apple_codes
-                WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId) AND claim_id IS NULL
-                ORDER BY code LIMIT \(Int64(wanted))
-                """,
-                idempotencyLookup(tenant: tenant, keys: keys),
-            ], prepared: true)
+            ] + claimLookups(tenant: tenant, campaignId: campaignId, customers: customers, keys: keys, wanted: wanted),
+            prepared: true)
         guard reads.count == 5 else { throw StoreError.corrupt("pipeline returned \(reads.count) results") }
         _ = try reads[0].get()
         guard let campaignRow = try reads[1].get().first else {
@@ -164,42 +177,52 @@ extension CampaignRepository {
             throw StoreError.corrupt("decide() handed out a code that is not free")
         }
         let keyList = writes.idempotency.map(\.key)
-        let written = try await connection.query(
-            """
-            WITH counted AS (
-                UPDATE campaigns SET redeemed = redeemed + \(n)
-                WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
-                      AND (total_limit IS NULL OR redeemed + \(n) <= total_limit)
-                RETURNING redeemed),
-            claimed AS (
-                UPDATE apple_codes AS a
-                SET claim_id = x.id, customer_id = x.customer, claimed_at = \(at), idempotency_key = x.key
-                FROM unnest(\(writes.claims.map(\.claim.claimId))::uuid[], \(writes.claims.map(\.claim.code))::text[],
-                            \(writes.claims.map(\.claim.customerId))::text[],
-                            \(writes.claims.map(\.idempotencyKey))::text[]) AS x(id, code, customer, key)
-                     CROSS JOIN counted
-                WHERE a.tenant_id = \(tenant) AND a.campaign_id = \(campaignId) AND a.code = x.code
-                      AND a.claim_id IS NULL
-                RETURNING a.idempotency_key),
-            remembered AS (
-                INSERT INTO idempotency_records (tenant_id, idempotency_key, method, request_hash, response)
-                SELECT \(tenant), x.key, 'codes.claim', decode(x.hash, 'hex'), x.response::jsonb
-                FROM unnest(\(keyList)::text[], \(writes.idempotency.map(\.record.requestHash))::text[],
-                            \(writes.idempotency.map(\.record.responseJSON))::text[]) AS x(key, hash, response)
-                WHERE x.key IN (SELECT idempotency_key FROM claimed)
-                RETURNING 1)
-            SELECT (SELECT count(*) FROM counted), (SELECT count(*) FROM claimed), (SELECT count(*) FROM remembered)
-            """, prepared: true
-        ).first.map { try $0.decode(Int64.self, Int64.self, Int64.self) }
-        // Unlike a redemption batch, the counter and the claims are checked before COMMIT: a mismatch (only if
-        // `decide` admitted more than the locked row allows) rolls everything back.
-        guard let written, written.0 == 1, written.1 == n, written.2 == Int64(keyList.count) else {
-            throw StoreError.corrupt("the campaign refused a claim batch of \(n) that decide() admitted")
-        }
-        let commit = try await connection.query("COMMIT")
+        // The COMMIT is pipelined with the write (one round trip, as for redemptions); so a mismatch between the
+        // counter and the rows (only if `decide` admitted more than the locked row allows) must fail the statement
+        // itself, which skips the COMMIT: the cast of a non-number fails at run time, never at planning.
+        let results = try await connection.pipeline(
+            [
+                """
+                WITH counted AS (
+                    UPDATE campaigns SET redeemed = redeemed + \(n)
+                    WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
+                          AND (total_limit IS NULL OR redeemed + \(n) <= total_limit)
+                    RETURNING redeemed),
+                claimed AS (
+                    UPDATE apple_codes AS a
+                    SET claim_id = x.id, customer_id = x.customer, claimed_at = \(at), idempotency_key = x.key
+                    FROM unnest(\(writes.claims.map(\.claim.claimId))::uuid[],
+                                \(writes.claims.map(\.claim.code))::text[],
+                                \(writes.claims.map(\.claim.customerId))::text[],
+                                \(writes.claims.map(\.idempotencyKey))::text[]) AS x(id, code, customer, key)
+                         CROSS JOIN counted
+                    WHERE a.tenant_id = \(tenant) AND a.campaign_id = \(campaignId) AND a.code = x.code
+                          AND a.claim_id IS NULL
+                    RETURNING a.idempotency_key),
+                remembered AS (
+                    INSERT INTO idempotency_records (tenant_id, idempotency_key, method, request_hash, response)
+                    SELECT \(tenant), x.key, 'codes.claim', decode(x.hash, 'hex'), x.response::jsonb
+                    FROM unnest(\(keyList)::text[], \(writes.idempotency.map(\.record.requestHash))::text[],
+                                \(writes.idempotency.map(\.record.responseJSON))::text[]) AS x(key, hash, response)
+                    WHERE x.key IN (SELECT idempotency_key FROM claimed)
+                    RETURNING 1),
+                written AS (
+                    SELECT (SELECT count(*) FROM counted) AS counted, (SELECT count(*) FROM claimed) AS claimed,
+                           (SELECT count(*) FROM remembered) AS remembered)
+                SELECT CASE WHEN counted = 1 AND claimed = \(n) AND remembered = \(Int64(keyList.count))
+                            THEN claimed
+                            ELSE ('claim batch refused: counter ' || counted || ', codes ' || claimed)::bigint END
+                FROM written
+                """,
+                "COMMIT",
+            ], prepared: true)
+        guard results.count == 2 else { throw StoreError.corrupt("pipeline returned \(results.count) results") }
+        let written = try results[0].get().first.map { try $0.decode(Int64.self, at: 0) }
+        let commit = try results[1].get()
         guard commit.commandTag == "COMMIT" else {
             throw PostgresError(kind: .transactionAborted, message: "COMMIT of a claim batch rolled back")
         }
+        guard written == n else { throw StoreError.corrupt("a claim batch wrote \(written ?? 0) of \(n) claims") }
         return value
     }
 
