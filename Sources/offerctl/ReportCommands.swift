@@ -132,6 +132,13 @@ struct FunnelReport {
         return value >= 10 || value == 0 ? String(Int(value.rounded())) + " %" : String(format: "%.1f %%", value)
     }
 
+    /// Stage `i`'s total as a share of the nearest earlier stage that counted anything ("-" when none did): a
+    /// promotional offer's funnel skips the code stages, and its purchases are compared with its signatures.
+    func ofPrevious(_ i: Int) -> String {
+        guard let previous = (0..<i).last(where: { totals[$0] > 0 }) else { return "-" }
+        return Self.percent(totals[i], of: totals[previous])
+    }
+
     /// The aligned table: one row per bucket, then the totals, then each stage against the one before.
     func text() -> String {
         let headers = ["START"] + Self.stages.map { $0.title.uppercased() }
@@ -150,7 +157,7 @@ struct FunnelReport {
         for (i, stage) in Self.stages.enumerated() {
             steps.append([
                 stage.title, String(totals[i]), Self.percent(totals[i], of: totals[0]),
-                i == 0 ? "-" : Self.percent(totals[i], of: totals[i - 1]),
+                ofPrevious(i),
             ])
         }
         return out + steps.render()
@@ -245,7 +252,7 @@ enum FunnelPage {
             s += "<text x=\"\(f(labelW + barW + 185))\" y=\"\(f(y + 17))\" text-anchor=\"end\">"
             s += "\(e(FunnelReport.percent(t[i], of: t[0])))</text>"
             s += "<text x=\"\(f(labelW + barW + 270))\" y=\"\(f(y + 17))\" text-anchor=\"end\">"
-            s += "\(e(i == 0 ? "" : FunnelReport.percent(t[i], of: t[i - 1])))</text>\n"
+            s += "\(e(i == 0 ? "" : report.ofPrevious(i)))</text>\n"
         }
         return s + "</svg>\n"
     }
