@@ -50,13 +50,14 @@ let package = Package(
             dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics", "HTTPServer"]
         ),
         .target(
-            name: "OfferLoadKit", dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient"]),
+            name: "OfferLoadKit",
+            dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient", "ByteCoding"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC", "HTTPServer"]),
-        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit"]),
+        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain", "ByteCoding"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),

@@ -69,9 +69,7 @@ public enum Eligibility {
     ///
     /// Reasons are listed in a fixed order: date window first, then the type's rules.
     public static func evaluate(offer: Offer, history: GroupHistory, at: Date) -> EligibilityVerdict {
-        var reasons: [ReasonCode] = []
-        if let startsAt = offer.startsAt, at < startsAt { reasons.append(.offerNotStarted) }
-        if let endsAt = offer.endsAt, at >= endsAt { reasons.append(.offerEnded) }
+        var reasons = window(offer, at: at)
         switch offer.type {
         case .introductory: reasons += introductory(history)
         case .promotional: reasons += promotional(offer, history)
@@ -79,6 +77,21 @@ public enum Eligibility {
         case .code: reasons.append(.codeOfferRequiresCode)
         }
         return EligibilityVerdict(offerId: offer.id, type: offer.type, productId: offer.productId, reasons: reasons)
+    }
+
+    /// A promotional offer granted by a live code redemption (API.md §10): the campaign chose the customer, so the
+    /// audience rules (`no_history`, `not_in_audience`) do not apply; the offer's own date window still does.
+    public static func evaluateGranted(offer: Offer, at: Date) -> EligibilityVerdict {
+        EligibilityVerdict(
+            offerId: offer.id, type: offer.type, productId: offer.productId, reasons: window(offer, at: at))
+    }
+
+    /// The offer's date window: not started, ended.
+    static func window(_ offer: Offer, at: Date) -> [ReasonCode] {
+        var reasons: [ReasonCode] = []
+        if let startsAt = offer.startsAt, at < startsAt { reasons.append(.offerNotStarted) }
+        if let endsAt = offer.endsAt, at >= endsAt { reasons.append(.offerEnded) }
+        return reasons
     }
 
     /// Verdicts for every offer of `productId` except code offers, sorted by offer id (`offers.eligibility`).

@@ -1,3 +1,4 @@
+import ByteCoding
 import Foundation
 import Metrics
 
@@ -79,21 +80,7 @@ public enum HTMLReport {
     }
 
     /// Escapes text for HTML element content and attribute values.
-    public static func escape(_ s: String) -> String {
-        var out = ""
-        out.reserveCapacity(s.count)
-        for c in s {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
+    public static func escape(_ s: String) -> String { HTMLText.escape(s) }
 
     // MARK: Charts
 

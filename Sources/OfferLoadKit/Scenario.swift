@@ -13,6 +13,8 @@ public enum ScenarioKind: String, CaseIterable, Sendable, Codable {
     case redeemHot = "redeem-hot"
     /// `codes.redeem` of a pool of one-time codes, each by its own customer.
     case redeemOneTime = "redeem-onetime"
+    /// `codes.claim` of an appleOneTime campaign's imported codes, each by its own customer.
+    case claim
     /// A weighted mix of the others (`--mix best=70,sign=20,redeem-hot=10`).
     case mixed
     /// Apple's Retention Messaging realtime requests, signed, over HTTP (`POST /v1/apple/{tenant}/retention`), in
@@ -39,6 +41,7 @@ public enum ScenarioKind: String, CaseIterable, Sendable, Codable {
         case .sign: [.tenant, .catalog, .signingKey, .customersWithHistories]
         case .redeemHot: [.tenant, .catalog, .customCodeCampaign]
         case .redeemOneTime: [.tenant, .catalog, .oneTimeCodeCampaign]
+        case .claim: [.tenant, .catalog, .appleCodeCampaign]
         case .mixed: []
         case .retention: [.tenant, .catalog, .signingKey, .customersWithHistories, .retentionMessaging]
         }
@@ -62,8 +65,10 @@ public struct SetupNeeds: OptionSet, Sendable, Hashable {
     public static let oneTimeCodeCampaign = SetupNeeds(rawValue: 1 << 4)
     /// Customers with subscription histories (`subscriptions.record`), some lapsed, some active.
     public static let customersWithHistories = SetupNeeds(rawValue: 1 << 5)
+    /// An `appleOneTime` campaign with imported codes (`campaigns.importCodes`), as many as `oneTimeCodes`.
+    public static let appleCodeCampaign = SetupNeeds(rawValue: 1 << 6)
     /// The tenant's app Apple id, Sandbox allowed, and a Retention Messaging configuration (`retention.configure`).
-    public static let retentionMessaging = SetupNeeds(rawValue: 1 << 6)
+    public static let retentionMessaging = SetupNeeds(rawValue: 1 << 7)
 }
 
 /// A product and one of its promotional offers, as the `sign` scenario uses them.
@@ -94,13 +99,16 @@ public struct ScenarioFixture: Sendable, Equatable, Codable {
     /// The one-time codes and their campaign (for `redeem-onetime`).
     public var oneTimeCodes: [String]
     public var oneTimeCampaignId: String?
+    /// The appleOneTime campaign whose codes `claim` hands out.
+    public var appleCampaignId: String?
     /// The subscribers retention requests ask about (for `retention`).
     public var retentionSubscribers: [RetentionSubscriber]
 
     public init(
         runTag: String, customers: [String] = [], products: [String] = [], promotionalOffers: [OfferRef] = [],
         signFormats: [String] = ["v1", "jws"], hotCode: String? = nil, hotCampaignId: String? = nil,
-        oneTimeCodes: [String] = [], oneTimeCampaignId: String? = nil, retentionSubscribers: [RetentionSubscriber] = []
+        oneTimeCodes: [String] = [], oneTimeCampaignId: String? = nil, appleCampaignId: String? = nil,
+        retentionSubscribers: [RetentionSubscriber] = []
     ) {
         self.retentionSubscribers = retentionSubscribers
         self.runTag = runTag
@@ -112,6 +120,7 @@ public struct ScenarioFixture: Sendable, Equatable, Codable {
         self.hotCampaignId = hotCampaignId
         self.oneTimeCodes = oneTimeCodes
         self.oneTimeCampaignId = oneTimeCampaignId
+        self.appleCampaignId = appleCampaignId
     }
 
     /// A fresh customer id for request `index` (redemptions: unique customers, so per-customer limits never bite).
@@ -251,6 +260,8 @@ public struct Scenario: Sendable, Equatable {
             if f.hotCode == nil { throw missing("custom code") }
         case .redeemOneTime:
             if f.oneTimeCodes.isEmpty { throw missing("one-time codes") }
+        case .claim:
+            if f.appleCampaignId == nil { throw missing("appleOneTime campaign") }
         case .retention:
             if f.retentionSubscribers.isEmpty { throw missing("retention subscribers") }
         }
@@ -280,6 +291,13 @@ public struct Scenario: Sendable, Equatable {
             return redeem(code: f.hotCode ?? "", index: index, f)
         case .redeemOneTime:
             return redeem(code: f.oneTimeCodes[index % f.oneTimeCodes.count], index: index, f)
+        case .claim:
+            return LoadRequest(
+                method: "codes.claim",
+                params: [
+                    "campaignId": .string(f.appleCampaignId ?? ""), "customerId": .string(f.syntheticCustomer(index)),
+                    "idempotencyKey": .string(f.idempotencyKey(index)),
+                ])
         case .retention:
             // The body is signed before the run; the retention connection picks it by index.
             return LoadRequest(method: "retention", params: ["index": .int(index)])

@@ -14,7 +14,7 @@ public struct SetupOptions: Sendable, Equatable {
     public var offersPerProduct: Int
     /// Customers seeded with histories (``HistorySeed``); the 20 % without history are not used by the load.
     public var customers: Int
-    /// One-time codes generated for `redeem-onetime`.
+    /// One-time codes generated for `redeem-onetime` (and imported for `claim`).
     public var oneTimeCodes: Int
     /// The total limit of the `redeem-hot` campaign; nil = unlimited.
     public var hotLimit: Int?
@@ -260,7 +260,34 @@ public enum ScenarioSetup {
             fixture.oneTimeCodes = try await codes(of: campaign, tenant: slug, expected: o.oneTimeCodes, admin: admin)
             fixture.oneTimeCampaignId = campaign
         }
+        if needs.contains(.appleCodeCampaign) {
+            let campaign = "\(o.runTag)-asc"
+            progress("campaigns.create \(campaign) (appleOneTime) + importCodes \(o.oneTimeCodes)")
+            try await admin.call(
+                "campaigns.create",
+                [
+                    "tenant": .string(slug), "campaignId": .string(campaign), "offerId": "p0-o1",
+                    "kind": "appleOneTime", "appleReferenceName": .string("\(o.runTag) one-time codes"),
+                ])
+            var start = 0
+            while start < o.oneTimeCodes {
+                let end = min(start + 10_000, o.oneTimeCodes)
+                try await admin.call(
+                    "campaigns.importCodes",
+                    [
+                        "tenant": .string(slug), "campaignId": .string(campaign),
+                        "codes": .array((start..<end).map { .string(appleCode(runTag: o.runTag, index: $0)) }),
+                    ])
+                start = end
+            }
+            fixture.appleCampaignId = campaign
+        }
         return SetupResult(tenant: slug, apiKey: apiKey, fixture: fixture)
+    }
+
+    /// Synthetic stand-ins for App Store Connect's codes: the run tag and the index, upper case.
+    static func appleCode(runTag: String, index: Int) -> String {
+        (runTag + "X" + String(index, radix: 36)).uppercased()
     }
 
     /// Reads a campaign's codes through `campaigns.codes`, page by page (`after` = the last code seen).

@@ -199,6 +199,7 @@ public struct AppleDataRepository: Sendable {
         if let n = batch.notification, let customer = customers.sorted().first {
             try await tx.query(notificationCustomerQuery(tenant: tenant, n, customer: customer))
         }
+        try await attribute(tx, tenant: tenant, transactionIds: batch.transactions.map(\.facts.transactionId))
         return AppleIngestOutcome(
             duplicateNotification: false, applied: applied, duplicates: duplicates, customers: customers.sorted())
     }
@@ -323,8 +324,11 @@ public struct AppleDataRepository: Sendable {
             UPDATE apple_transactions SET customer_id = \(customerId)
             WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
                 AND app_account_token IS NULL
-            RETURNING 1
+            RETURNING transaction_id
             """)
+        // Purchases kept unlinked so far are attributed now that their customer is known.
+        try await attribute(
+            tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
         let renewals = try await tx.query(
             """
             UPDATE apple_renewal_infos SET customer_id = \(customerId)

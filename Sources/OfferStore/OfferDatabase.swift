@@ -91,6 +91,7 @@ public struct OfferDatabase: Sendable {
     public var appleData: AppleDataRepository { AppleDataRepository(pool: pool) }
     public var customerRecords: CustomerRecordsRepository { CustomerRecordsRepository(pool: pool) }
     public var signatures: SignatureLedger { SignatureLedger(pool: pool) }
+    public var funnel: FunnelRepository { FunnelRepository(pool: pool) }
     public var retention: RetentionRepository { RetentionRepository(pool: pool) }
 }
 

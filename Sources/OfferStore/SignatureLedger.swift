@@ -15,10 +15,15 @@ public struct IssuedSignature: Sendable, Hashable {
     public var appAccountToken: String?
     public var transactionId: String?
     public var issuedAt: Date
+    /// The redemption the signature was made for (`codes.redeem` with `sign`, `offers.sign` with `redemptionId`).
+    public var redemptionId: UUID?
+    /// The object answered, as JSON, kept only for a redemption's signature (so a replay answers the same one).
+    public var signedOffer: String?
 
     public init(
         nonce: UUID, format: Format, keyId: String, customerId: String, productId: String, offerId: String?,
-        appAccountToken: String?, transactionId: String?, issuedAt: Date
+        appAccountToken: String?, transactionId: String?, issuedAt: Date, redemptionId: UUID? = nil,
+        signedOffer: String? = nil
     ) {
         self.nonce = nonce
         self.format = format
@@ -29,6 +34,8 @@ public struct IssuedSignature: Sendable, Hashable {
         self.appAccountToken = appAccountToken
         self.transactionId = transactionId
         self.issuedAt = issuedAt
+        self.redemptionId = redemptionId
+        self.signedOffer = signedOffer
     }
 }
 
@@ -46,15 +53,36 @@ public struct SignatureLedger: Sendable {
                 """
                 INSERT INTO issued_signatures
                     (tenant_id, nonce, format, key_id, customer_id, product_id, offer_id, app_account_token,
-                     transaction_id, issued_at)
-                SELECT t, n, f, k, c, p, o, a, x, to_timestamp(us::double precision / 1000000)
+                     transaction_id, issued_at, redemption_id, signed_offer)
+                SELECT t, n, f, k, c, p, o, a, x, to_timestamp(us::double precision / 1000000), rd, so::jsonb
                 FROM unnest(\(rows.map(\.tenant))::uuid[], \(rows.map(\.signature.nonce))::uuid[],
                             \(rows.map(\.signature.format.rawValue))::text[], \(rows.map(\.signature.keyId))::text[],
                             \(rows.map(\.signature.customerId))::text[], \(rows.map(\.signature.productId))::text[],
                             \(rows.map(\.signature.offerId))::text[], \(rows.map(\.signature.appAccountToken))::text[],
-                            \(rows.map(\.signature.transactionId))::text[], \(micros)::int8[])
-                    AS r(t, n, f, k, c, p, o, a, x, us)
+                            \(rows.map(\.signature.transactionId))::text[], \(micros)::int8[],
+                            \(rows.map(\.signature.redemptionId))::uuid[], \(rows.map(\.signature.signedOffer))::text[])
+                    AS r(t, n, f, k, c, p, o, a, x, us, rd, so)
                 """, prepared: true)
+        }
+    }
+
+    /// The latest signature made for a live (not rolled back) redemption in `format` since `since`, not yet used for
+    /// a purchase: the JSON object it answered, or nil.
+    public func signedOffer(tenant: UUID, redemptionId: UUID, format: IssuedSignature.Format, since: Date)
+        async throws(StoreError) -> String?
+    {
+        try await storeCall {
+            try await pool.query(
+                """
+                SELECT s.signed_offer::text FROM issued_signatures s
+                WHERE s.tenant_id = \(tenant) AND s.redemption_id = \(redemptionId) AND s.format = \(format.rawValue)
+                      AND s.issued_at >= \(since) AND s.signed_offer IS NOT NULL AND s.purchased_at IS NULL
+                      AND EXISTS (SELECT 1 FROM redemptions r
+                                  WHERE r.tenant_id = s.tenant_id AND r.redemption_id = s.redemption_id
+                                        AND r.rolled_back_at IS NULL)
+                ORDER BY s.issued_at DESC LIMIT 1
+                """, prepared: true
+            ).scalar(String.self)
         }
     }
 }

@@ -12,7 +12,7 @@ let offerLoadCommand = CommandSpec(
     "offer-load",
     abstract: "Load an OfferGate deployment with one scenario and check its invariants.",
     discussion: """
-        Scenarios: ping, best, sign, redeem-hot, redeem-onetime, mixed (with --mix), retention.
+        Scenarios: ping, best, sign, redeem-hot, redeem-onetime, claim, mixed (with --mix), retention.
         Without --rate the load is a closed loop: --connections × --depth requests in flight.
         With --rate it is an open loop: request i is intended at start + i/rate and its latency is measured from
         that moment, so a stalled gateway shows in the figures (no coordinated omission).
@@ -60,7 +60,7 @@ let offerLoadCommand = CommandSpec(
         .option("products", "N", "Products in the synthetic catalog", default: "20"),
         .option("offers", "N", "Offers per product (intro, code, win-back, promotional)", default: "10"),
         .option("customers", "N", "Customers seeded with subscription histories", default: "1000"),
-        .option("codes", "N", "One-time codes generated for redeem-onetime", default: "10000"),
+        .option("codes", "N", "One-time codes generated for redeem-onetime (imported for claim)", default: "10000"),
         .option("sign-format", "FORMAT", "Signature formats of sign: v1, jws or both (alternating)", default: "both"),
         .option("code-limit", "N", "Total limit of the redeem-hot campaign (default: unlimited)"),
         .option("preload-tenants", "N", "Also create N extra tenants with the same catalog (memory benchmarks)"),
@@ -82,7 +82,7 @@ let offerLoadCommand = CommandSpec(
         .flag("setup-only", "Set the data up (and save it with --save-fixture), then exit without load"),
         .flag("quiet", "No progress messages on stderr"),
     ],
-    arguments: [ArgumentSpec("scenario", "ping | best | sign | redeem-hot | redeem-onetime | mixed | retention")]
+    arguments: [ArgumentSpec("scenario", "ping | best | sign | redeem-hot | redeem-onetime | claim | mixed | retention")]
 )
 
 /// Everything the command line says, checked.

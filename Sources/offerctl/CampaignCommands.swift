@@ -3,6 +3,7 @@
 import CLIKit
 import Foundation
 import JSONRPC
+import OfferDomain
 import Synchronization
 
 #if canImport(Glibc)
@@ -15,8 +16,8 @@ enum CampaignCommands {
     /// The params of campaigns.create, checked locally (usage errors exit 64 before any connection).
     static func createParams(_ command: ParsedCommand) throws -> JSONObject {
         let kind = try command.required("kind")
-        guard kind == "oneTime" || kind == "custom" else {
-            throw UsageError("--kind takes oneTime or custom", command: command.path)
+        guard kind == "oneTime" || kind == "custom" || kind == "appleOneTime" else {
+            throw UsageError("--kind takes oneTime, custom or appleOneTime", command: command.path)
         }
         var params: JSONObject = [
             "tenant": .string(command.arguments[0]), "campaignId": .string(command.arguments[1]),
@@ -28,6 +29,12 @@ enum CampaignCommands {
                 throw UsageError("--code is for --kind custom (one-time codes are generated)", command: command.path)
             }
             params["code"] = .string(code)
+        }
+        if let name = command.value("apple-reference-name") {
+            guard kind == "appleOneTime" else {
+                throw UsageError("--apple-reference-name is for --kind appleOneTime", command: command.path)
+            }
+            params["appleReferenceName"] = .string(name)
         }
         if let limit = try command.integer("limit", in: 1...1_000_000_000) { params["totalLimit"] = .int(limit) }
         if let each = try command.integer("per-customer", in: 1...1_000_000) { params["perCustomerLimit"] = .int(each) }
@@ -68,6 +75,9 @@ enum CampaignCommands {
                 + " (offer \(params["offerId"]?.stringValue ?? ""), \(kind)).\n")
         if kind == "oneTime" {
             Console.error("next: offerctl campaign generate \(command.arguments[0]) \(command.arguments[1]) --count N")
+        }
+        if kind == "appleOneTime" {
+            Console.error("next: offerctl campaign import \(command.arguments[0]) \(command.arguments[1]) CODES_FILE")
         }
     }
 
@@ -165,6 +175,54 @@ enum CampaignCommands {
         bar.finish()
         if command.flag("json") { return Output.json(result) }
         Console.out("Generated \(Output.text(result["generated"])) codes for campaign \(command.arguments[1]).\n")
+    }
+
+    /// The largest codes file read (App Store Connect makes at most 150,000 codes per request; this leaves room).
+    static let maxCodesFileBytes = 64 << 20
+
+    /// Reads App Store Connect's codes file (see `AppleCodeFile`) and sends its codes in batches; reports duplicate
+    /// and invalid lines by number, never a code. The valid codes are imported even when some lines are invalid.
+    static let importCodes: Handler = { command, link in
+        let batchSize = try command.integer("batch-size", in: 1...10_000) ?? 10_000
+        let path = command.arguments[2]
+        let data = try readInputFile(path, what: "codes file", maxBytes: maxCodesFileBytes)
+        guard let text = String(data: data, encoding: .utf8) else { throw Failure("codes file \(path) is not UTF-8") }
+        let file = AppleCodeFile(parsing: text)
+        guard !file.codes.isEmpty else {
+            throw Failure("no codes in \(path) (\(file.invalidLines.count) invalid lines)")
+        }
+        var imported = 0
+        var duplicates = 0
+        var start = 0
+        while start < file.codes.count {
+            let end = min(start + batchSize, file.codes.count)
+            var params = statsParams(command)
+            params["codes"] = .array(file.codes[start..<end].map { .string($0) })
+            let result = try await link.call("campaigns.importCodes", params)
+            imported += Int(result["imported"]?.int64Value ?? 0)
+            duplicates += Int(result["duplicates"]?.int64Value ?? 0)
+            start = end
+        }
+        if command.flag("json") {
+            return Output.json([
+                "campaignId": .string(command.arguments[1]), "imported": .int(imported),
+                "duplicates": .int(duplicates + file.duplicateLines.count),
+                "alreadyStored": .int(duplicates), "duplicateLines": .array(file.duplicateLines.map { .int($0) }),
+                "invalidLines": .array(file.invalidLines.map { .int($0) }),
+                "headerLine": file.headerLine.map { .int($0) } ?? .null,
+            ])
+        }
+        Console.out(
+            "Imported \(imported) codes into campaign \(command.arguments[1]) (\(duplicates) already stored).\n")
+        func lines(_ numbers: [Int]) -> String {
+            numbers.prefix(20).map(String.init).joined(separator: ", ") + (numbers.count > 20 ? ", ..." : "")
+        }
+        if !file.duplicateLines.isEmpty {
+            Console.error("warning: \(file.duplicateLines.count) duplicate lines: \(lines(file.duplicateLines))")
+        }
+        if !file.invalidLines.isEmpty {
+            Console.error("warning: \(file.invalidLines.count) invalid lines (skipped): \(lines(file.invalidLines))")
+        }
     }
 
     /// Streams the codes as CSV page by page (campaigns.codes with `after`); never holds more than one page.

@@ -30,6 +30,8 @@ let handlers: [[String]: Handler] = [
     ["campaign", "deactivate"]: CampaignCommands.deactivate,
     ["campaign", "generate"]: CampaignCommands.generate,
     ["campaign", "export"]: CampaignCommands.export,
+    ["campaign", "import"]: CampaignCommands.importCodes,
+    ["report", "funnel"]: ReportCommands.funnel,
     ["retention", "configure"]: RetentionCommands.configure,
     ["retention", "show"]: RetentionCommands.show,
 ]
@@ -49,6 +51,8 @@ let validators: [[String]: @Sendable (ParsedCommand) throws -> Void] = [
         }
     },
     ["campaign", "export"]: { _ = try $0.integer("page-size", in: 1...1000) },
+    ["campaign", "import"]: { _ = try $0.integer("batch-size", in: 1...10_000) },
+    ["report", "funnel"]: { _ = try FunnelQuery($0) },
     ["retention", "configure"]: { _ = try RetentionCommands.configureParams($0) },
 ]
 

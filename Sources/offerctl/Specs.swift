@@ -108,7 +108,12 @@ let campaignSpec = CommandSpec(
                 .option("offer", "ID", "The offer the codes redeem (required)."),
                 .option("product", "ID", "The offer's product, when several products have an offer with that ID."),
                 .option(
-                    "kind", "KIND", "oneTime (generated codes, one use each) or custom (one shared code) (required)."),
+                    "kind", "KIND",
+                    "oneTime (generated codes, one use each), custom (one shared code) or appleOneTime (codes from App "
+                        + "Store Connect, handed out by codes.claim) (required)."),
+                .option(
+                    "apple-reference-name", "NAME",
+                    "appleOneTime: the offer code's reference name in App Store Connect (attributes purchases)."),
                 .option("code", "CODE", "The custom code."),
                 .option("limit", "N", "Redemptions in total (default: unlimited)."),
                 .option("per-customer", "N", "Redemptions per customer (default: 1)."),
@@ -147,6 +152,22 @@ let campaignSpec = CommandSpec(
                 ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
             ]),
         CommandSpec(
+            "import",
+            abstract: "Import App Store Connect's one-time codes file into an appleOneTime campaign.",
+            discussion: """
+                FILE is the file App Store Connect lets you download: one code per line, with or without a header \
+                line, or CSV with the code in the first column. Duplicates and invalid lines are reported by line \
+                number (never the code); codes the tenant holds already count as duplicates. Importing the same \
+                file again adds nothing.
+                """,
+            options: [
+                .option("batch-size", "N", "Codes sent per request (1-10000).", default: "10000")
+            ] + commonOptions,
+            arguments: [
+                ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
+                ArgumentSpec("file", "The codes file."),
+            ]),
+        CommandSpec(
             "export", abstract: "Write a campaign's codes as CSV (code,state,redeemed_at), page by page.",
             options: [
                 .option("output", "FILE", "Write to FILE (created with mode 0600) instead of stdout."),
@@ -155,6 +176,29 @@ let campaignSpec = CommandSpec(
             arguments: [
                 ArgumentSpec("tenant", "The tenant's slug."), ArgumentSpec("campaign-id", "The campaign's ID."),
             ]),
+    ])
+
+let reportSpec = CommandSpec(
+    "report", abstract: "Reports for product teams.",
+    subcommands: [
+        CommandSpec(
+            "funnel",
+            abstract: "The offer funnel (offered, impressions, taps, signed, redeemed, claimed, purchased, renewed).",
+            discussion: """
+                Prints one row per UTC day (or hour) and the totals, then each stage against the first and the
+                previous one. --html FILE writes a self-contained page (inline CSS and SVG, nothing fetched) with
+                the funnel as bars and the stages over time as lines, for people who do not read tables.
+                """,
+            options: [
+                .option("offer", "ID", "The funnel of one offer."),
+                .option("campaign", "ID", "The funnel of a campaign's offer, with the campaign's own redemptions."),
+                .option("product", "ID", "All offers of one product together (default: every offer)."),
+                .option("from", "TIME", "Start (RFC 3339 or a day; default: 30 days, or 48 hours, before --to)."),
+                .option("to", "TIME", "End, exclusive (RFC 3339 or a day; default: now)."),
+                .option("bucket", "day|hour", "Row width (UTC).", default: "day"),
+                .option("html", "FILE", "Also write the report as a self-contained HTML page to FILE."),
+            ] + commonOptions,
+            arguments: [ArgumentSpec("tenant", "The tenant's slug.")])
     ])
 
 let dbSpec = CommandSpec(
@@ -178,4 +222,4 @@ let rootSpec = CommandSpec(
         The admin key comes from OFFERGATE_ADMIN_KEY or --admin-key-file, never from a flag's value.
         Exit status: 0 success, 1 runtime failure (incl. errors the gateway returns), 64 usage error.
         """,
-    subcommands: [tenantSpec, keySpec, catalogSpec, customerSpec, campaignSpec, retentionSpec, dbSpec])
+    subcommands: [tenantSpec, keySpec, catalogSpec, customerSpec, campaignSpec, retentionSpec, reportSpec, dbSpec])

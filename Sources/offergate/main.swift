@@ -71,6 +71,10 @@ let serveSpec = CommandSpec(
             repeatable: true),
         .option("shutdown-grace", "SECONDS", "How long in-flight requests may take at shutdown.", default: "10"),
         .option(
+            "funnel-flush-ms", "MS",
+            "How often offers.best's in-memory funnel counts (offered) are stored, in milliseconds: what a crash can lose (0: do not count).",
+            default: "1000"),
+        .option(
             "log-level", "LEVEL", "debug, info, warning or error.", environment: "OFFERGATE_LOG_LEVEL", default: "info"),
         .flag("quiet-requests", "Log each request at debug instead of info level."),
         .flag("no-migrate", "Do not apply pending schema migrations at start."),
@@ -211,6 +215,8 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     options.rateBurst = Double(try command.integer("rate-burst", in: 1...10_000_000) ?? Int(options.rateLimit))
     options.logRequests = !command.flag("quiet-requests")
     options.appleVerifier = try appleVerifier(rootFiles: command.values("apple-root-cert"), command: command)
+    let funnelFlush = try command.integer("funnel-flush-ms", in: 0...3_600_000) ?? 1_000
+    options.funnelFlushInterval = funnelFlush > 0 ? .milliseconds(funnelFlush) : nil
     let logger = try makeLogger(command)
 
     // Which database, and where the keys come from: decided by StartupPlan, performed here.

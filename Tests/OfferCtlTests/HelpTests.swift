@@ -22,6 +22,7 @@ import Testing
               customer   Show what the gateway knows of a customer, and where each fact came from.
               campaign   Manage offer-code campaigns and their codes.
               retention  Configure what Apple shows at a subscriber's cancel page (Retention Messaging).
+              report     Reports for product teams.
               db         Database administration.
 
               See 'offerctl <command> --help' for details.
@@ -102,6 +103,7 @@ import Testing
               stats       Show a campaign's counters.
               deactivate  Stop a campaign: its codes no longer redeem.
               generate    Generate one-time codes (progress on stderr when it is a terminal).
+              import      Import App Store Connect's one-time codes file into an appleOneTime campaign.
               export      Write a campaign's codes as CSV (code,state,redeemed_at), page by page.
 
               See 'offerctl campaign <command> --help' for details.
@@ -210,22 +212,23 @@ import Testing
               <campaign-id>  The campaign's ID.
 
             OPTIONS:
-              --offer <ID>             The offer the codes redeem (required).
-              --product <ID>           The offer's product, when several products have an offer with that ID.
-              --kind <KIND>            oneTime (generated codes, one use each) or custom (one shared code) (required).
-              --code <CODE>            The custom code.
-              --limit <N>              Redemptions in total (default: unlimited).
-              --per-customer <N>       Redemptions per customer (default: 1).
-              --starts <RFC3339>       When codes start to work.
-              --expires <RFC3339>      When codes stop working.
-              --eligibility <LIST>     Who may redeem: comma-separated new,existing,expired (default: all).
-              --connect <ADDR>         The gateway: unix:PATH or tcp:HOST:PORT (else offerctl starts offergate --stdio). (env: OFFERGATE_CONNECT)
-              --database-url <URL>     For the gateway offerctl starts: its database (else embedded). (env: DATABASE_URL)
-              --data-dir <DIR>         For the gateway offerctl starts: the embedded cluster's directory. (env: OFFERGATE_DATA_DIR)
-              --admin-key-file <FILE>  Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY.
-              --timeout <SECONDS>      Seconds to wait for each answer of the gateway. (default: 60)
-              --json                   Print the gateway's result as JSON on stdout (for scripts).
-              -h, --help               Show help information.
+              --offer <ID>                   The offer the codes redeem (required).
+              --product <ID>                 The offer's product, when several products have an offer with that ID.
+              --kind <KIND>                  oneTime (generated codes, one use each), custom (one shared code) or appleOneTime (codes from App Store Connect, handed out by codes.claim) (required).
+              --apple-reference-name <NAME>  appleOneTime: the offer code's reference name in App Store Connect (attributes purchases).
+              --code <CODE>                  The custom code.
+              --limit <N>                    Redemptions in total (default: unlimited).
+              --per-customer <N>             Redemptions per customer (default: 1).
+              --starts <RFC3339>             When codes start to work.
+              --expires <RFC3339>            When codes stop working.
+              --eligibility <LIST>           Who may redeem: comma-separated new,existing,expired (default: all).
+              --connect <ADDR>               The gateway: unix:PATH or tcp:HOST:PORT (else offerctl starts offergate --stdio). (env: OFFERGATE_CONNECT)
+              --database-url <URL>           For the gateway offerctl starts: its database (else embedded). (env: DATABASE_URL)
+              --data-dir <DIR>               For the gateway offerctl starts: the embedded cluster's directory. (env: OFFERGATE_DATA_DIR)
+              --admin-key-file <FILE>        Read the admin API key from FILE instead of OFFERGATE_ADMIN_KEY.
+              --timeout <SECONDS>            Seconds to wait for each answer of the gateway. (default: 60)
+              --json                         Print the gateway's result as JSON on stdout (for scripts).
+              -h, --help                     Show help information.
 
             """
         ),

@@ -365,7 +365,7 @@ func apiKey(in stdout: String) -> String? {
     static let cases: [(arguments: [String], message: String)] = [
         (
             ["frobnicate"],
-            "unknown command 'frobnicate' (expected one of: tenant, key, catalog, customer, campaign, retention, db)"
+            "unknown command 'frobnicate' (expected one of: tenant, key, catalog, customer, campaign, retention, report, db)"
         ),
         (["tenant", "bogus"], "unknown command 'bogus' (expected one of: create, list, rotate-key, update)"),
         (["tenant", "list", "--bogus"], "unknown option '--bogus'"),
@@ -379,7 +379,10 @@ func apiKey(in stdout: String) -> String? {
         (["catalog", "import", "acme"], "missing argument <file>"),
         (["campaign", "create", "acme", "c1", "--offer", "o"], "missing --kind"),
         (["campaign", "create", "acme", "c1", "--kind", "oneTime"], "missing --offer"),
-        (["campaign", "create", "acme", "c1", "--offer", "o", "--kind", "forever"], "--kind takes oneTime or custom"),
+        (
+            ["campaign", "create", "acme", "c1", "--offer", "o", "--kind", "forever"],
+            "--kind takes oneTime, custom or appleOneTime"
+        ),
         (
             ["campaign", "create", "acme", "c1", "--offer", "o", "--kind", "oneTime", "--code", "SPRING"],
             "--code is for --kind custom (one-time codes are generated)"
@@ -405,6 +408,16 @@ func apiKey(in stdout: String) -> String? {
         (["campaign", "generate", "acme", "c1", "--count", "-5"], "--count takes a whole number in 1...100000000"),
         (["campaign", "export", "acme", "c1", "--json"], "unknown option '--json'"),
         (["db", "migrate", "--connect", "unix:/tmp/x.sock"], "unknown option '--connect'"),
+        (
+            ["report", "funnel", "acme", "--offer", "o", "--campaign", "c"],
+            "give at most one of --offer, --campaign or --product"
+        ),
+        (["report", "funnel", "acme", "--bucket", "week"], "--bucket takes day or hour"),
+        (["report", "funnel", "acme", "--from", "2026-12-02", "--to", "2026-12-01"], "--from must be before --to"),
+        (
+            ["report", "funnel", "acme", "--from", "yesterday"],
+            "--from takes an RFC 3339 time or a day (2026-11-30)"
+        ),
     ]
 
     @Test(arguments: 0..<cases.count)

@@ -67,4 +67,49 @@ struct RedemptionBackstopTests {
             await database.pool.close()
         }
     }
+
+    /// A claim batch whose decision ignored the limit fails its own write statement, so its pipelined COMMIT never
+    /// runs: no code is claimed and the counter stays.
+    @Test func aClaimBatchOverTheLimitClaimsNothing() async throws {
+        try await RedemptionGateways.with { gateways in
+            let admin = try await gateways.client()
+            _ = try await RedemptionSupport.seedTenant(admin, slug: "claim-backstop")
+            _ = try await admin.call(
+                method: "campaigns.create",
+                params: [
+                    "tenant": "claim-backstop", "campaignId": "asc", "offerId": "code1", "kind": "appleOneTime",
+                    "totalLimit": 2,
+                ])
+            _ = try await admin.call(
+                method: "campaigns.importCodes",
+                params: ["tenant": "claim-backstop", "campaignId": "asc", "codes": ["AAAA1", "BBBB2", "CCCC3"]])
+            let database = try gateways.database()
+            let tenant = try #require(try await database.tenants.find(slug: "claim-backstop"))
+            let customers = ["a", "b", "c"]
+            func claimed() async throws -> Int {
+                let rows = try await database.pool.query(
+                    """
+                    SELECT (SELECT count(*) FROM apple_codes WHERE claim_id IS NOT NULL)
+                           + (SELECT redeemed FROM campaigns WHERE campaign_id = 'asc')
+                    """)
+                return try #require(rows.first).decode(Int.self, at: 0)
+            }
+            do {
+                _ = try await database.campaigns.commitClaimBatch(
+                    tenant: tenant.id, campaignId: "asc", customers: customers, keys: [], wanted: 3, at: Date()
+                ) { snapshot in
+                    #expect(snapshot.freeCodes.count == 3)
+                    let claims = zip(customers, snapshot.freeCodes).map {
+                        (claim: StoredClaim(claimId: UUID(), code: $1, customerId: $0), idempotencyKey: String?.none)
+                    }
+                    return (ClaimWrites(claims: claims, idempotency: []), claims.count)
+                }
+                Issue.record("a claim batch of 3 on a limit of 2 must not commit")
+            } catch {
+                #expect("\(error)".contains("claim batch refused") || error is StoreError, "\(error)")
+            }
+            #expect(try await claimed() == 0)
+            await database.pool.close()
+        }
+    }
 }

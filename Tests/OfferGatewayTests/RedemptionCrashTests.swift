@@ -98,7 +98,9 @@ struct RedemptionCrashTests {
         let process: ChildProcess
         let socket: String
 
-        static func start(databaseURL: String, adminKey: String, masterKey: String) async throws -> SpawnedGateway {
+        static func start(
+            databaseURL: String, adminKey: String, masterKey: String, extraArguments: [String] = []
+        ) async throws -> SpawnedGateway {
             let binary = PackagePaths.binary("offergate")
             guard FileManager.default.isExecutableFile(atPath: binary) else {
                 throw MissingEnvironment(
@@ -113,7 +115,7 @@ struct RedemptionCrashTests {
                 [
                     "serve", "--listen", "unix:" + socket, "--database-url", databaseURL, "--pool-size", "8",
                     "--log-level", "error", "--quiet-requests",
-                ],
+                ] + extraArguments,
                 environment: environment)
             let up = await eventually(timeout: .seconds(20)) {
                 guard let client = try? await RPCClient.connect(to: "unix:" + socket) else { return false }

@@ -216,6 +216,30 @@ final class CustomCodeCache: Sendable {
     func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
 }
 
+/// appleOneTime campaigns by id, for `codes.claim`. Like `CustomCodeCache`: what a claim reads before its batch
+/// (kind, offer, eligibility) never changes, and what can change (deactivation, counters) is re-read under lock by
+/// every claim batch. Campaigns of other kinds and unknown ids are not kept.
+final class ClaimedCampaignCache: Sendable {
+    private struct Key: Hashable, Sendable {
+        let tenant: UUID
+        let campaignId: String
+    }
+
+    private let cache = KeyedCache<Key, CampaignRecord>(capacity: 10_000)
+
+    func campaign(tenant: UUID, campaignId: String, load: @Sendable () async throws -> CampaignRecord?) async throws
+        -> CampaignRecord?
+    {
+        let key = Key(tenant: tenant, campaignId: campaignId)
+        if let cached = cache.cached(key) { return cached }
+        let found = try await load()
+        if let found, found.campaign.kind.isClaimed { cache.put(found, for: key) }
+        return found
+    }
+
+    func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
+}
+
 /// Every cache of one gateway process, and the one place that drops their entries after a change.
 final class GatewayCaches: Sendable {
     let tenants: TenantDirectory
@@ -226,6 +250,7 @@ final class GatewayCaches: Sendable {
     let decisions: DecisionMemo
     let displayTexts = DisplayTextCache()
     let customCodes = CustomCodeCache()
+    let claimedCampaigns = ClaimedCampaignCache()
     /// Retention Messaging settings per tenant.
     let retention: RetentionSettingsCache
 
@@ -286,6 +311,7 @@ final class GatewayCaches: Sendable {
         signers.invalidateAll(keepingNew: keepingNew)
         customers.invalidateAll(keepingNew: keepingNew)
         customCodes.invalidateAll(keepingNew: keepingNew)
+        claimedCampaigns.invalidateAll(keepingNew: keepingNew)
         retention.invalidateAll(keepingNew: keepingNew)
     }
 }

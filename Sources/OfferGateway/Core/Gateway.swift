@@ -47,8 +47,8 @@ public final class Gateway: RPCHandler {
     static var allMethods: [MethodSpec] {
         SystemMethods.all + SessionMethods.all + TenantMethods.all + AppleMethods.all + KeyMethods.all
             + CatalogMethods.all
-            + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all + DiscoverMethods.all
-            + RetentionMethods.all
+            + CustomerMethods.all + OfferMethods.all + CampaignMethods.all + CodeMethods.all + FunnelMethods.all
+            + DiscoverMethods.all + RetentionMethods.all
     }
 
     public func makeSession(_ info: ConnectionInfo) -> GatewaySession {

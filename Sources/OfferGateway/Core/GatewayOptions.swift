@@ -24,6 +24,9 @@ public struct GatewayOptions: Sendable {
     /// connection); nil: one trusting only the built-in Apple Root CA - G3. `offergate serve --apple-root-cert FILE`
     /// adds roots; tests pass one trusting their own CA.
     public var appleVerifier: AppleSignedDataVerifier?
+    /// How often the in-memory `offers.best` counts of the funnel (`offered`) are added to the database: what a
+    /// crash can lose. nil (or zero) turns that counting off.
+    public var funnelFlushInterval: Duration? = .seconds(1)
 
     public init(adminKey: String? = nil) {
         self.adminKey = adminKey

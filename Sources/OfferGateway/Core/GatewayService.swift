@@ -27,6 +27,8 @@ public final class GatewayService: Sendable {
         case ledger
         /// Re-sealing signing keys under the current master key, when older ones are configured.
         case resealing
+        /// Flushing the funnel's in-memory `offered` counts (`OfferedCounter.run`).
+        case funnel
         /// The retention answers' log (group commit, written after each answer).
         case retentionAnswers
     }
@@ -84,11 +86,13 @@ public final class GatewayService: Sendable {
 
     private func startParts() {
         let ledger = gateway.services.offers.ledger
+        let offered = gateway.services.offers.offered
         let resealing = !gateway.sealer.keyring.previous.isEmpty
         let logger = logger
         parts.withLock { parts in
             guard parts.isEmpty else { return }
             parts[.ledger] = Task { await ledger.run() }
+            parts[.funnel] = Task { await offered.run() }
             let answers = gateway.services.retention.answers
             parts[.retentionAnswers] = Task { await answers.run() }
             if resealing {
@@ -159,6 +163,10 @@ public final class GatewayService: Sendable {
         await running[.resealing]?.value
         gateway.services.offers.ledger.finish()
         await running[.ledger]?.value
+        // No request counts any more: the last counts go in now.
+        running[.funnel]?.cancel()
+        await running[.funnel]?.value
+        await gateway.services.offers.offered.flush()
         gateway.services.retention.answers.finish()
         await running[.retentionAnswers]?.value
         await stopFollowing()

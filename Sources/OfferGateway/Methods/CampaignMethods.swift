@@ -22,11 +22,20 @@ enum CampaignMethods {
             }
             return ["campaignId": .string(campaignId), "generated": .int(generated)]
         },
+        MethodSpec(name: "campaigns.importCodes", access: .admin) { ctx in
+            let request = try ctx.params(CampaignService.ImportRequest.self)
+            let result = try await ctx.services.campaigns.importCodes(request, tenant: try await ctx.namedTenant())
+            return [
+                "campaignId": .string(request.campaignId), "imported": .int(result.imported),
+                "duplicates": .int(result.duplicates),
+            ]
+        },
         MethodSpec(name: "campaigns.codes", access: .admin) { ctx in
             let request = try ctx.params(CampaignService.CodesRequest.self)
             let page = try await ctx.services.campaigns.codes(request, tenant: try await ctx.namedTenant())
             let codes: [JSONValue] = page.codes.map { code in
-                let state = !code.oneTime ? "custom" : (code.redeemedAt == nil ? "available" : "redeemed")
+                let used = code.apple ? "claimed" : "redeemed"
+                let state = !code.oneTime ? "custom" : (code.redeemedAt == nil ? "available" : used)
                 return [
                     "code": .string(code.code), "state": .string(state), "redeemedAt": Wire.date(code.redeemedAt),
                     "createdAt": Wire.date(code.createdAt),
@@ -46,7 +55,8 @@ enum CampaignMethods {
                 "totalLimit": record.campaign.limits.totalLimit.map { .int($0) } ?? .null,
                 "redeemed": .int(record.redeemed), "remaining": view.remaining.map { .int($0) } ?? .null,
                 "rolledBack": .int(record.rolledBack), "codesGenerated": .int(record.codesGenerated),
-                "codesRedeemed": .int(view.stats.codesRedeemed),
+                "codesRedeemed": .int(view.stats.codesRedeemed), "claimed": .int(view.stats.claimed),
+                "purchased": .int(view.stats.purchased),
             ]
         },
         MethodSpec(name: "campaigns.list", access: .admin) { ctx in

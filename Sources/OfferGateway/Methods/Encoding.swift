@@ -30,6 +30,7 @@ enum Wire {
             "state": .string(c.state(at: at).rawValue), "deactivatedAt": date(c.deactivatedAt),
             "redeemed": .int(record.redeemed), "rolledBack": .int(record.rolledBack),
             "codesGenerated": .int(record.codesGenerated), "createdAt": date(record.createdAt),
+            "appleReferenceName": c.appleReferenceName.map { .string($0) } ?? .null,
         ]
     }
 
@@ -114,19 +115,34 @@ enum Wire {
 
     static func signed(_ signed: OfferService.SignedOffer) -> JSONValue {
         switch signed {
-        case .v1(let signature, let keyId, let offerId, let productId, let appAccountToken):
+        case .v1(let keyId, let nonce, let timestamp, let signature, let offerId, let productId, let appAccountToken):
             return [
-                "format": "v1", "keyId": .string(keyId), "nonce": .string(signature.nonceString),
-                "timestamp": .number(JSONNumber(signature.timestamp)), "signature": .string(signature.signature),
+                "format": "v1", "keyId": .string(keyId), "nonce": .string(nonce),
+                "timestamp": .number(JSONNumber(timestamp)), "signature": .string(signature),
                 "offerId": .string(offerId), "productId": .string(productId),
                 "appAccountToken": .string(appAccountToken),
             ]
         case .jws(let jws, let keyId, let nonce, let offerId, let productId):
             return [
                 "format": "jws", "compactJWS": .string(jws), "offerId": .string(offerId),
-                "productId": .string(productId), "keyId": .string(keyId), "nonce": .string(nonce.lowercasedString),
+                "productId": .string(productId), "keyId": .string(keyId), "nonce": .string(nonce),
             ]
         }
+    }
+
+    /// A redemption, with its signature when `codes.redeem` was asked to sign.
+    static func receipt(_ receipt: RedemptionReceipt, signature: OfferService.SignedOffer?) -> JSONValue {
+        guard var object = Wire.receipt(receipt).objectValue else { return Wire.receipt(receipt) }
+        if let signature { object["signature"] = signed(signature) }
+        return .object(object)
+    }
+
+    /// A claimed code (`codes.claim`). The code is a secret: this object goes to the client only.
+    static func claim(_ claim: ClaimReceipt) -> JSONValue {
+        [
+            "claimId": .string(claim.claimId), "code": .string(claim.code), "campaignId": .string(claim.campaignId),
+            "offerId": .string(claim.offerId), "productId": .string(claim.productId), "replayed": .bool(claim.replayed),
+        ]
     }
 
     static func receipt(_ receipt: RedemptionReceipt) -> JSONValue {
@@ -162,6 +178,37 @@ enum Wire {
             "groups": strings(input.groups.map(\.id)), "products": strings(input.products.map(\.id)),
             "offers": strings(input.offers.map(\.id)),
             "skipped": .array(change.skipped.map { ["path": .string($0.path), "reason": .string($0.reason)] }),
+        ]
+    }
+}
+
+// MARK: The offer funnel
+
+extension Wire {
+    /// The funnel stages as `analytics.funnel` names them, in funnel order (the contract's eight, then the other
+    /// paywall events).
+    static let funnelStages: [(key: String, stage: FunnelStage)] = [
+        ("offered", .offered), ("impressions", .impression), ("taps", .tap), ("signed", .signed),
+        ("redeemed", .redeemed), ("claimed", .claimed), ("purchased", .purchased), ("renewed", .renewed),
+        ("dismissals", .dismiss), ("purchasesStarted", .purchaseStarted), ("purchasesFailed", .purchaseFailed),
+    ]
+
+    static func funnelCounts(_ counts: FunnelService.Counts) -> JSONObject {
+        var object: JSONObject = [:]
+        for (key, stage) in funnelStages { object[key] = .int(counts[stage]) }
+        return object
+    }
+
+    static func funnel(_ funnel: FunnelService.Funnel) -> JSONValue {
+        [
+            "bucket": .string(funnel.bucket.rawValue), "from": date(funnel.from), "to": date(funnel.to),
+            "buckets": .array(
+                funnel.buckets.map { bucket in
+                    var object = funnelCounts(bucket.counts)
+                    object["start"] = date(bucket.start)
+                    return .object(object)
+                }),
+            "totals": .object(funnelCounts(funnel.totals)),
         ]
     }
 }

@@ -5,8 +5,8 @@ import OfferDomain
 import OfferStore
 import Synchronization
 
-/// Group commit of code redemptions: one owner per campaign (a `GroupCommitBatcher` behind a `Mutex`) collects the
-/// redemptions that arrive while the previous batch commits, and writes each batch in ONE transaction
+/// Group commit of code redemptions: the campaign's owner (`CampaignBatches`) collects the redemptions that arrive
+/// while the previous batch commits, and each batch is written in ONE transaction
 /// (`CampaignRepository.commitRedemptionBatch`). Every request is answered only after its batch's `COMMIT`
 /// succeeded; when the transaction fails, every request of the batch gets the error (-32050 when the database is
 /// unreachable: the outcome of a failed `COMMIT` is unknown, so clients retry with their idempotency key).
@@ -14,26 +14,22 @@ import Synchronization
 /// The database stays the arbiter between processes: each batch locks the campaign row and re-reads the counters
 /// before deciding, and the counter update is conditional on the limit.
 final class RedemptionCoordinator: Sendable {
-    /// Campaigns are owned per tenant and id.
-    struct Key: Hashable, Sendable {
-        let tenant: UUID
-        let campaignId: String
-    }
-
     /// A waiting request.
     struct Pending: Sendable {
         let attempt: RedemptionAttempt
         /// What is returned on success (and stored for the idempotency key).
         let receipt: RedemptionReceipt
-        let continuation: CheckedContinuation<RedemptionReceipt, any Error>
     }
 
     private let repository: CampaignRepository
     private let clock: @Sendable () -> Date
-    private let maxBatchSize: Int
-    private let linger: Duration?
-    private let owners = Mutex<[Key: GroupCommitBatcher<Pending>]>([:])
-    private let counters = Mutex<(batches: Int, redemptions: Int)>((0, 0))
+    /// Batches and redemptions committed by this process.
+    private final class Counters: Sendable {
+        let value = Mutex<(batches: Int, redemptions: Int)>((0, 0))
+    }
+
+    private let counters: Counters
+    private let batches: CampaignBatches<Pending, RedemptionReceipt>
 
     /// - Parameters:
     ///   - maxBatchSize: most redemptions per transaction.
@@ -45,12 +41,21 @@ final class RedemptionCoordinator: Sendable {
     ) {
         self.repository = repository
         self.clock = clock
-        self.maxBatchSize = maxBatchSize
-        self.linger = linger
+        let counters = Counters()
+        self.counters = counters
+        batches = CampaignBatches(maxBatchSize: maxBatchSize, linger: linger) { key, batch in
+            let answers = try await Self.commit(batch, key: key, repository: repository, at: clock())
+            let accepted = answers.accepted
+            counters.value.withLock {
+                $0.batches += 1
+                $0.redemptions += accepted
+            }
+            return answers.results
+        }
     }
 
     /// Batches committed and redemptions written by this process (for stats and tests).
-    var committed: (batches: Int, redemptions: Int) { counters.withLock { $0 } }
+    var committed: (batches: Int, redemptions: Int) { counters.value.withLock { $0 } }
 
     /// The idempotency hash of a redemption request: method and normalised params.
     static func requestHash(code: String, customerId: String) -> String {
@@ -72,89 +77,45 @@ final class RedemptionCoordinator: Sendable {
         let receipt = RedemptionReceipt(
             redemptionId: attempt.redemptionId.uuidString.lowercased(), campaignId: campaign.id,
             offerId: campaign.offerId, productId: productId, replayed: false)
-        let key = Key(tenant: tenant, campaignId: campaign.id)
-        return try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(attempt: attempt, receipt: receipt, continuation: continuation)
-            let action = owners.withLock { owners in
-                if owners[key] == nil {
-                    owners[key] = GroupCommitBatcher(maxBatchSize: maxBatchSize, lingers: linger != nil)
-                }
-                return owners[key]?.submit(pending) ?? .none
-            }
-            perform(action, key: key)
-        }
+        return try await batches.submit(
+            Pending(attempt: attempt, receipt: receipt), key: .init(tenant: tenant, campaignId: campaign.id))
     }
 
-    private func perform(_ action: GroupCommitBatcher<Pending>.Action, key: Key) {
-        switch action {
-        case .none:
-            return
-        case .startTimer:
-            let window = linger ?? .zero
-            Task {
-                try? await Task.sleep(for: window)
-                let next = self.owners.withLock { $0[key]?.timerFired() ?? .none }
-                self.perform(next, key: key)
-            }
-        case .commit(let batch):
-            Task { await self.commit(batch, key: key) }
-        }
-    }
-
-    private func commit(_ batch: [Pending], key: Key) async {
+    private static func commit(
+        _ batch: [Pending], key: CampaignBatches<Pending, RedemptionReceipt>.Key, repository: CampaignRepository,
+        at: Date
+    ) async throws -> (results: [Result<RedemptionReceipt, any Error>], accepted: Int) {
         let attempts = batch.map(\.attempt)
         // Stored outcomes are needed only for attempts with an idempotency key.
         let responses = batch.map { $0.attempt.idempotencyKey == nil ? "" : $0.receipt.storedJSON }
-        let at = clock()
         let customers = Array(Set(attempts.map(\.customerId)))
         let codes = Array(Set(attempts.filter(\.oneTime).map(\.code)))
         let keys = Array(Set(attempts.compactMap(\.idempotencyKey)))
-        do {
-            let verdicts = try await repository.commitRedemptionBatch(
-                tenant: key.tenant, campaignId: key.campaignId, customers: customers, oneTimeCodes: codes, keys: keys
-            ) { snapshot in
-                let verdicts = RedemptionDecider.decide(
-                    attempts, campaign: snapshot.record.campaign, at: at, redeemed: snapshot.record.redeemed,
-                    perCustomer: snapshot.perCustomer, usedCodes: snapshot.usedCodes, records: snapshot.idempotency)
-                var writes = RedemptionWrites(redemptions: [], idempotency: [])
-                for (index, verdict) in verdicts.enumerated() where verdict == .accepted {
-                    let attempt = attempts[index]
-                    writes.redemptions.append(
-                        NewRedemption(
-                            redemptionId: attempt.redemptionId, code: attempt.code, oneTime: attempt.oneTime,
-                            customerId: attempt.customerId, idempotencyKey: attempt.idempotencyKey))
-                    if let idempotencyKey = attempt.idempotencyKey {
-                        writes.idempotency.append(
-                            (
-                                idempotencyKey,
-                                IdempotencyRecord(requestHash: attempt.requestHash, responseJSON: responses[index])
-                            ))
-                    }
+        let verdicts = try await repository.commitRedemptionBatch(
+            tenant: key.tenant, campaignId: key.campaignId, customers: customers, oneTimeCodes: codes, keys: keys
+        ) { snapshot in
+            let verdicts = RedemptionDecider.decide(
+                attempts, campaign: snapshot.record.campaign, at: at, redeemed: snapshot.record.redeemed,
+                perCustomer: snapshot.perCustomer, usedCodes: snapshot.usedCodes, records: snapshot.idempotency)
+            var writes = RedemptionWrites(redemptions: [], idempotency: [])
+            for (index, verdict) in verdicts.enumerated() where verdict == .accepted {
+                let attempt = attempts[index]
+                writes.redemptions.append(
+                    NewRedemption(
+                        redemptionId: attempt.redemptionId, code: attempt.code, oneTime: attempt.oneTime,
+                        customerId: attempt.customerId, idempotencyKey: attempt.idempotencyKey))
+                if let idempotencyKey = attempt.idempotencyKey {
+                    writes.idempotency.append(
+                        (
+                            idempotencyKey,
+                            IdempotencyRecord(requestHash: attempt.requestHash, responseJSON: responses[index])
+                        ))
                 }
-                return (writes, verdicts)
             }
-            let accepted = verdicts.filter { $0 == .accepted }.count
-            counters.withLock {
-                $0.batches += 1
-                $0.redemptions += accepted
-            }
-            for (index, pending) in batch.enumerated() {
-                pending.continuation.resume(with: Self.answer(index, verdicts: verdicts, batch: batch))
-            }
-        } catch {
-            for pending in batch { pending.continuation.resume(throwing: error) }
+            return (writes, verdicts)
         }
-        let next = owners.withLock { owners -> GroupCommitBatcher<Pending>.Action in
-            guard var owner = owners[key] else { return .none }
-            let action = owner.batchFinished()
-            if owner.phase == .idle && owner.queue.isEmpty {
-                owners[key] = nil
-            } else {
-                owners[key] = owner
-            }
-            return action
-        }
-        perform(next, key: key)
+        let results = batch.indices.map { answer($0, verdicts: verdicts, batch: batch) }
+        return (results, verdicts.filter { $0 == .accepted }.count)
     }
 
     /// The answer to attempt `index` of a committed batch.

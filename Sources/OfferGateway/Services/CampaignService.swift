@@ -27,7 +27,16 @@ struct CampaignService: Sendable {
         let startsAt: Date?
         let expiresAt: Date?
         let eligibility: [String]?
+        let appleReferenceName: String?
     }
+
+    struct ImportRequest: Decodable, Sendable {
+        let campaignId: String
+        let codes: [String]
+    }
+
+    /// Most codes one `campaigns.importCodes` call takes (offerctl sends a file in calls of this size).
+    static let maxImport = 10_000
 
     struct CampaignRequest: Decodable, Sendable {
         let campaignId: String
@@ -63,7 +72,8 @@ struct CampaignService: Sendable {
         let offerId = try Validate.identifier(request.offerId, param: "params.offerId")
         let productId = try request.productId.map { try Validate.identifier($0, param: "params.productId") }
         guard let kind = CampaignKind(rawValue: request.kind) else {
-            throw GatewayError.invalidParams(param: "params.kind", message: "kind must be oneTime or custom")
+            throw GatewayError.invalidParams(
+                param: "params.kind", message: "kind must be oneTime, custom or appleOneTime")
         }
         var eligibility = Set(CampaignAudience.allCases)
         if let names = request.eligibility {
@@ -81,12 +91,19 @@ struct CampaignService: Sendable {
             campaign = try Campaign(
                 id: campaignId, offerId: offerId, kind: kind, code: request.code, totalLimit: request.totalLimit,
                 perCustomerLimit: request.perCustomerLimit ?? 1, startsAt: request.startsAt,
-                expiresAt: request.expiresAt, eligibility: eligibility)
+                expiresAt: request.expiresAt, eligibility: eligibility, appleReferenceName: request.appleReferenceName)
         } catch {
             throw GatewayError(error, paramPrefix: "params")
         }
         let offer = try CatalogService.offer(
             offerId, product: productId, in: try await caches.catalogs.catalog(tenant.id))
+        // Apple's one-time codes redeem an offer code configured in App Store Connect.
+        if kind == .appleOneTime && offer.type != .code {
+            throw GatewayError.invalidParams(
+                param: "params.offerId",
+                message: "an appleOneTime campaign grants a code offer; '\(offer.id)' is \(offer.type.rawValue)",
+                reason: "not_a_code_offer")
+        }
         let record = try await repository.create(tenant: tenant.id, campaign, productId: offer.productId)
         logger.info("campaign created", ["tenant": tenant.slug, "campaign": campaignId])
         return Created(record: record, warnings: campaign.appleCapWarnings(createdAt: record.createdAt))
@@ -124,6 +141,41 @@ struct CampaignService: Sendable {
         return generated
     }
 
+    /// Stores Apple's codes for an appleOneTime campaign. Every code must be valid (else -32602 naming it by index,
+    /// never by value, and nothing is stored); codes the tenant holds already, or repeated in the call, count as
+    /// duplicates.
+    func importCodes(_ request: ImportRequest, tenant: TenantRecord) async throws -> (imported: Int, duplicates: Int) {
+        let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
+        guard (1...Self.maxImport).contains(request.codes.count) else {
+            throw GatewayError.invalidParams(
+                param: "params.codes", message: "codes takes 1-\(Self.maxImport) codes per call", reason: "too_many")
+        }
+        var codes: [String] = []
+        codes.reserveCapacity(request.codes.count)
+        for (index, raw) in request.codes.enumerated() {
+            do throws(OfferDomainError) {
+                codes.append(try CodeNormalizer.normalize(raw, field: "codes[\(index)]"))
+            } catch {
+                throw GatewayError(error, paramPrefix: "params")
+            }
+        }
+        let result: (imported: Int, duplicates: Int)
+        do {
+            result = try await repository.importAppleCodes(tenant: tenant.id, campaignId: campaignId, codes: codes)
+        } catch StoreError.notFound {
+            throw Self.unknownCampaign(campaignId)
+        } catch StoreError.conflict(let what) {
+            throw GatewayError.invalidParams(param: "params.campaignId", message: what, reason: "not_an_apple_campaign")
+        }
+        logger.info(
+            "codes imported",
+            [
+                "tenant": tenant.slug, "campaign": campaignId, "count": String(result.imported),
+                "duplicates": String(result.duplicates),
+            ])
+        return result
+    }
+
     func codes(_ request: CodesRequest, tenant: TenantRecord) async throws -> CodesPage {
         let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
         let limit = request.limit ?? 100
@@ -138,10 +190,12 @@ struct CampaignService: Sendable {
                 throw GatewayError(error, paramPrefix: "params")
             }
         }
-        guard try await repository.find(tenant: tenant.id, campaignId: campaignId) != nil else {
+        guard let record = try await repository.find(tenant: tenant.id, campaignId: campaignId) else {
             throw Self.unknownCampaign(campaignId)
         }
-        let page = try await repository.codes(tenant: tenant.id, campaignId: campaignId, after: after, limit: limit)
+        let page = try await repository.codes(
+            tenant: tenant.id, campaignId: campaignId, after: after, limit: limit,
+            apple: record.campaign.kind == .appleOneTime)
         return CodesPage(campaignId: campaignId, codes: page, next: page.count == limit ? page.last?.code : nil)
     }
 

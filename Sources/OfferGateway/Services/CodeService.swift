@@ -11,6 +11,9 @@ struct CodeService: Sendable {
     let customers: CustomerService
     let caches: GatewayCaches
     let redemptions: RedemptionCoordinator
+    let claims: ClaimCoordinator
+    /// Signs a redemption's promotional offer (`sign`), the same signing path as `offers.sign`.
+    let offers: OfferService
     let clock: @Sendable () -> Date
     /// `offergate_code_redemptions_total{outcome}`.
     let outcomes: Counter
@@ -19,6 +22,22 @@ struct CodeService: Sendable {
         let code: String
         let customerId: String
         let idempotencyKey: String?
+        /// `v1` or `jws`: also sign the granted promotional offer, bound to the redemption.
+        let sign: String?
+        let appAccountToken: String?
+        let transactionId: String?
+    }
+
+    struct ClaimRequest: Decodable, Sendable {
+        let campaignId: String
+        let customerId: String
+        let idempotencyKey: String?
+    }
+
+    /// A redemption, and its signature when one was asked for.
+    struct Redeemed: Sendable {
+        let receipt: RedemptionReceipt
+        let signature: OfferService.SignedOffer?
     }
 
     struct ValidateRequest: Decodable, Sendable {
@@ -51,35 +70,95 @@ struct CodeService: Sendable {
     }
 
     /// Redeems, counting the outcome: `redeemed`, `replayed`, or the error's reason (a fixed set of snake_case codes).
-    func redeem(_ request: RedeemRequest, tenant: TenantRecord) async throws -> RedemptionReceipt {
+    func redeem(_ request: RedeemRequest, tenant: TenantRecord) async throws -> Redeemed {
         do {
-            let receipt = try await redeemOnce(request, tenant: tenant)
-            outcomes.increment([receipt.replayed ? "replayed" : "redeemed"])
-            return receipt
+            let redeemed = try await redeemOnce(request, tenant: tenant)
+            outcomes.increment([redeemed.receipt.replayed ? "replayed" : "redeemed"])
+            return redeemed
         } catch {
             outcomes.increment([renderedError(error).rpc.reason ?? "error"])
             throw error
         }
     }
 
-    private func redeemOnce(_ request: RedeemRequest, tenant: TenantRecord) async throws -> RedemptionReceipt {
+    /// Redeems a code; with `sign`, then signs the granted promotional offer for the redemption. Everything that
+    /// could refuse the signature (its params, the offer's type, the signing key) is checked before the redemption,
+    /// so a refused signature redeems nothing. A failure after the redemption committed (the ledger's database
+    /// went away) is answered as the error: a retry with the idempotency key replays the redemption and signs it.
+    private func redeemOnce(_ request: RedeemRequest, tenant: TenantRecord) async throws -> Redeemed {
         let customerId = try Validate.customerId(request.customerId)
         let code = try Self.normalizedCode(request.code)
         let key = try request.idempotencyKey.map {
             try Validate.identifier($0, param: "params.idempotencyKey", maxBytes: 200)
+        }
+        let format = try request.sign.map { try OfferService.format($0, param: "params.sign") }
+        let token = try request.appAccountToken.map { try Validate.uuid($0, param: "params.appAccountToken") }
+        let transactionId = try request.transactionId.map {
+            try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
+        }
+        if format == nil, request.appAccountToken != nil || request.transactionId != nil {
+            throw GatewayError.invalidParams(
+                param: request.appAccountToken != nil ? "params.appAccountToken" : "params.transactionId",
+                message: "appAccountToken and transactionId go with sign", reason: "missing_param")
         }
         let repository = repository
         guard
             let lookup = try await caches.customCodes.lookup(
                 tenant: tenant.id, code: code, load: { try await repository.lookup(tenant: tenant.id, code: code) })
         else { throw GatewayError.unknownCode }
-        let productId = try await offerProduct(lookup.record, tenant: tenant)
+        let campaign = lookup.record.campaign
+        let offer = try await grantedOffer(lookup.record, tenant: tenant)
+        if let format {
+            guard offer.type == .promotional else {
+                throw GatewayError.invalidParams(
+                    param: "params.sign",
+                    message: "the campaign grants the \(offer.type.rawValue) offer '\(offer.id)': only promotional "
+                        + "offers are signed", reason: "offer_not_signable")
+            }
+            try await offers.requireSigner(format, tenant: tenant)
+        }
         // A stored outcome under `key` replays from inside the batch, whatever the customer's state is now.
         let eligible = try await isEligible(
-            lookup.record.campaign, tenant: tenant, customerId: customerId, productId: productId, at: clock())
-        return try await redemptions.redeem(
-            tenant: tenant.id, lookup: lookup, productId: productId, customerId: customerId, eligible: eligible,
+            campaign, tenant: tenant, customerId: customerId, productId: offer.productId, at: clock())
+        let receipt = try await redemptions.redeem(
+            tenant: tenant.id, lookup: lookup, productId: offer.productId, customerId: customerId, eligible: eligible,
             idempotencyKey: key)
+        guard let format else { return Redeemed(receipt: receipt, signature: nil) }
+        let signature = try await offers.sign(
+            redemption: receipt, format: format, customerId: customerId, token: token, transactionId: transactionId,
+            tenant: tenant)
+        return Redeemed(receipt: receipt, signature: signature)
+    }
+
+    /// Hands the customer one of an appleOneTime campaign's codes (the same one again if they hold one), through
+    /// the campaign's group commit, deciding windows, limits and eligibility as redemptions do.
+    func claim(_ request: ClaimRequest, tenant: TenantRecord) async throws -> ClaimReceipt {
+        let campaignId = try Validate.identifier(request.campaignId, param: "params.campaignId", maxBytes: 100)
+        let customerId = try Validate.customerId(request.customerId)
+        let key = try request.idempotencyKey.map {
+            try Validate.identifier($0, param: "params.idempotencyKey", maxBytes: 200)
+        }
+        let repository = repository
+        let record = try await caches.claimedCampaigns.campaign(tenant: tenant.id, campaignId: campaignId) {
+            try await repository.find(tenant: tenant.id, campaignId: campaignId)
+        }
+        guard let record else {
+            throw GatewayError.notFound(
+                "no campaign '\(Validate.printable(campaignId))'", reason: "unknown_campaign")
+        }
+        let campaign = record.campaign
+        guard campaign.kind.isClaimed else {
+            throw GatewayError.invalidParams(
+                param: "params.campaignId",
+                message: "campaign '\(campaign.id)' is a \(campaign.kind.rawValue) campaign: its codes are redeemed "
+                    + "with codes.redeem", reason: "not_an_apple_campaign")
+        }
+        let offer = try await grantedOffer(record, tenant: tenant)
+        let eligible = try await isEligible(
+            campaign, tenant: tenant, customerId: customerId, productId: offer.productId, at: clock())
+        return try await claims.claim(
+            tenant: tenant.id, campaign: campaign, productId: offer.productId, customerId: customerId,
+            eligible: eligible, idempotencyKey: key)
     }
 
     func validate(_ request: ValidateRequest, tenant: TenantRecord) async throws -> Validation {
@@ -94,7 +173,7 @@ struct CodeService: Sendable {
         }
         guard let lookup = try await repository.lookup(tenant: tenant.id, code: code) else { return unknown }
         let campaign = lookup.record.campaign
-        let productId = try await offerProduct(lookup.record, tenant: tenant)
+        let productId = try await grantedOffer(lookup.record, tenant: tenant).productId
         let eligible = try await isEligible(
             campaign, tenant: tenant, customerId: customerId, productId: productId, at: at)
         let usage = try await repository.usage(
@@ -119,14 +198,14 @@ struct CodeService: Sendable {
         return Rollback(redemptionId: text, alreadyRolledBack: already)
     }
 
-    /// The product of the campaign's offer (fixed at creation), once the catalog is seen to hold the offer.
-    private func offerProduct(_ record: CampaignRecord, tenant: TenantRecord) async throws -> String {
+    /// The campaign's offer (its product fixed at creation), as the catalog holds it now.
+    private func grantedOffer(_ record: CampaignRecord, tenant: TenantRecord) async throws -> Offer {
         let campaign = record.campaign
-        guard try await caches.catalogs.catalog(tenant.id).offer(campaign.offerId, product: record.productId) != nil
+        guard let offer = try await caches.catalogs.catalog(tenant.id).offer(campaign.offerId, product: record.productId)
         else {
             throw GatewayError.internal("campaign \(campaign.id) names an offer missing from the catalog")
         }
-        return record.productId
+        return offer
     }
 
     /// Whether the customer is in the campaign's eligibility at `at`; a campaign open to everyone needs no history.

@@ -12,6 +12,12 @@ struct OfferService: Sendable {
     let customers: CustomerService
     let caches: GatewayCaches
     let ledger: LedgerWriter
+    /// The ledger's reads (a redemption's signature, for replays).
+    let signatures: SignatureLedger
+    /// Redemptions that make a customer eligible (`redemptionId`).
+    let campaigns: CampaignRepository
+    /// The funnel's `offered` counts (in memory, flushed by `GatewayService`).
+    let offered: OfferedCounter
     let clock: @Sendable () -> Date
     let nonce: @Sendable () -> UUID
     /// `offergate_signatures_total{format}`: counted once the ledger row is committed.
@@ -41,6 +47,8 @@ struct OfferService: Sendable {
         let appAccountToken: String?
         let transactionId: String?
         let billingPlan: String?
+        /// A live redemption of a campaign granting the offer: eligibility whatever the offer's audience.
+        let redemptionId: String?
     }
 
     struct IntroRequest: Decodable, Sendable {
@@ -56,9 +64,57 @@ struct OfferService: Sendable {
     }
 
     /// A promotional offer signed for StoreKit, in the format asked for.
-    enum SignedOffer: Sendable {
-        case v1(V1Signature, keyId: String, offerId: String, productId: String, appAccountToken: String)
-        case jws(String, keyId: String, nonce: UUID, offerId: String, productId: String)
+    enum SignedOffer: Sendable, Hashable {
+        case v1(
+            keyId: String, nonce: String, timestamp: Int64, signature: String, offerId: String, productId: String,
+            appAccountToken: String)
+        case jws(String, keyId: String, nonce: String, offerId: String, productId: String)
+
+        /// How long a signature stays usable at Apple (a V1 timestamp is valid 24 h; the same for a JWS here), so
+        /// how long a replay of a redemption answers the signature it made.
+        static let validity: TimeInterval = 24 * 3600
+
+        /// The signature as stored in its ledger row (the object `offers.sign` answers).
+        var storedJSON: String {
+            let object: JSONValue =
+                switch self {
+                case .v1(let keyId, let nonce, let timestamp, let signature, let offerId, let productId, let token):
+                    [
+                        "format": "v1", "keyId": .string(keyId), "nonce": .string(nonce),
+                        "timestamp": .number(JSONNumber(timestamp)), "signature": .string(signature),
+                        "offerId": .string(offerId), "productId": .string(productId),
+                        "appAccountToken": .string(token),
+                    ]
+                case .jws(let jws, let keyId, let nonce, let offerId, let productId):
+                    [
+                        "format": "jws", "compactJWS": .string(jws), "keyId": .string(keyId), "nonce": .string(nonce),
+                        "offerId": .string(offerId), "productId": .string(productId),
+                    ]
+                }
+            return String(decoding: JSONSerializer.serialize(object), as: UTF8.self)
+        }
+
+        /// A stored signature; nil when the text is not one.
+        init?(storedJSON: String) {
+            guard let o = (try? JSONParsing.parse(storedJSON))?.objectValue,
+                let keyId = o["keyId"]?.stringValue, let nonce = o["nonce"]?.stringValue,
+                let offerId = o["offerId"]?.stringValue, let productId = o["productId"]?.stringValue
+            else { return nil }
+            switch o["format"]?.stringValue {
+            case "v1":
+                guard let timestamp = o["timestamp"]?.int64Value, let signature = o["signature"]?.stringValue,
+                    let token = o["appAccountToken"]?.stringValue
+                else { return nil }
+                self = .v1(
+                    keyId: keyId, nonce: nonce, timestamp: timestamp, signature: signature, offerId: offerId,
+                    productId: productId, appAccountToken: token)
+            case "jws":
+                guard let jws = o["compactJWS"]?.stringValue else { return nil }
+                self = .jws(jws, keyId: keyId, nonce: nonce, offerId: offerId, productId: productId)
+            default:
+                return nil
+            }
+        }
     }
 
     /// The gateway's introductory-offer verdict, signed.
@@ -83,12 +139,19 @@ struct OfferService: Sendable {
     }
 
     /// The best offer now (or at `at`), remembered per customer, scope and locale while its inputs and the
-    /// decision horizon hold (see `DecisionMemo`).
+    /// decision horizon hold (see `DecisionMemo`). An answer with a winner counts as `offered` in the funnel, in
+    /// the hour of its decision time (in memory: no write here).
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
+        let at = request.at ?? clock()
+        let answer = try await best(request, tenant: tenant, at: at)
+        if let winner = answer.result.winner { offered.count(tenant: tenant.id, offerId: winner.offer.id, at: at) }
+        return answer
+    }
+
+    private func best(_ request: BestRequest, tenant: TenantRecord, at: Date) async throws -> BestOfferAnswer {
         let customerId = try Validate.customerId(request.customerId)
         let locale = try Validate.locale(request.locale)
         let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
-        let at = request.at ?? clock()
         let (catalogSnapshot, transactions) = try await caches.inputs(tenant: tenant.id, customerId: customerId)
         let catalog = catalogSnapshot.catalog
         let scope = try Self.scope(productId: request.productId, groupId: request.groupId, in: catalog)
@@ -116,14 +179,13 @@ struct OfferService: Sendable {
 
     func sign(_ request: SignRequest, tenant: TenantRecord) async throws -> SignedOffer {
         let customerId = try Validate.customerId(request.customerId)
-        guard request.format == "v1" || request.format == "jws" else {
-            throw GatewayError.invalidParams(param: "params.format", message: "format must be v1 or jws")
-        }
+        let format = try Self.format(request.format, param: "params.format")
         let token = try request.appAccountToken.map { try Validate.uuid($0, param: "params.appAccountToken") }
         let transactionId = try request.transactionId.map {
             try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
         }
         let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
+        let redemptionId = try request.redemptionId.map { try Self.redemptionId($0) }
         let at = clock()
         let (catalog, history) = try await customers.history(tenant: tenant.id, customerId: customerId, at: at)
         let product = try Self.product(request.productId, in: catalog)
@@ -140,34 +202,119 @@ struct OfferService: Sendable {
                 "offer '\(offer.id)' is for the \(offer.billingPlan?.rawValue ?? "") billing plan, not \(plan?.rawValue ?? "")",
                 reasons: ["billing_plan_mismatch"])
         }
-        let verdict = Eligibility.evaluate(offer: offer, history: history.group(product.groupId), at: at)
+        let verdict: EligibilityVerdict
+        if let redemptionId {
+            try await requireLiveRedemption(redemptionId, tenant: tenant, customerId: customerId, offerId: offer.id)
+            verdict = Eligibility.evaluateGranted(offer: offer, at: at)
+        } else {
+            verdict = Eligibility.evaluate(offer: offer, history: history.group(product.groupId), at: at)
+        }
         guard verdict.eligible else {
             throw GatewayError.notEligible(
                 "the customer is not eligible for offer '\(offer.id)'", reasons: verdict.reasons.map(\.rawValue))
         }
+        return try await issue(
+            format, tenant: tenant, customerId: customerId, productId: product.id, offerId: offer.id, token: token,
+            transactionId: transactionId, redemptionId: redemptionId, at: at)
+    }
+
+    /// A redemption's signature (`codes.redeem` with `sign`): the one made for it in `format` while it is valid
+    /// (an idempotent replay answers the same), else a new one through `sign` with the redemption as eligibility.
+    func sign(
+        redemption receipt: RedemptionReceipt, format: IssuedSignature.Format, customerId: String, token: String?,
+        transactionId: String?, tenant: TenantRecord
+    ) async throws -> SignedOffer {
+        if receipt.replayed, let id = UUID(uuidString: receipt.redemptionId),
+            let stored = try await signatures.signedOffer(
+                tenant: tenant.id, redemptionId: id, format: format, since: clock() - SignedOffer.validity),
+            let signed = SignedOffer(storedJSON: stored)
+        {
+            return signed
+        }
+        return try await sign(
+            SignRequest(
+                customerId: customerId, productId: receipt.productId, offerId: receipt.offerId,
+                format: format.rawValue, appAccountToken: token, transactionId: transactionId, billingPlan: nil,
+                redemptionId: receipt.redemptionId),
+            tenant: tenant)
+    }
+
+    /// Fails unless a signature can be made now in `format` (an active key; for a JWS, one with an issuer id): so
+    /// `codes.redeem` with `sign` refuses before it redeems.
+    func requireSigner(_ format: IssuedSignature.Format, tenant: TenantRecord) async throws {
+        let signer = try await activeSigner(tenant)
+        if format == .jws && signer.issuerId == nil { throw Self.missingIssuer(signer.keyId) }
+    }
+
+    /// `v1` or `jws`.
+    static func format(_ text: String, param: String) throws -> IssuedSignature.Format {
+        guard text == "v1" || text == "jws", let format = IssuedSignature.Format(rawValue: text) else {
+            throw GatewayError.invalidParams(
+                param: param, message: "\(param.split(separator: ".").last ?? "") must be v1 or jws")
+        }
+        return format
+    }
+
+    private static func redemptionId(_ text: String) throws -> UUID {
+        guard let id = UUID(uuidString: try Validate.uuid(text, param: "params.redemptionId")) else {
+            throw GatewayError.invalidParams(param: "params.redemptionId", message: "redemptionId must be a UUID")
+        }
+        return id
+    }
+
+    /// A live redemption by this customer of a campaign granting this offer, else -32004 (unknown) or -32020.
+    private func requireLiveRedemption(_ id: UUID, tenant: TenantRecord, customerId: String, offerId: String)
+        async throws
+    {
+        guard let redemption = try await campaigns.redemption(tenant: tenant.id, id: id) else {
+            throw GatewayError.notFound(
+                "no redemption '\(id.uuidString.lowercased())'", reason: "unknown_redemption")
+        }
+        guard redemption.live else {
+            throw GatewayError.notEligible("the redemption was rolled back", reasons: ["redemption_rolled_back"])
+        }
+        guard redemption.customerId == customerId, redemption.offerId == offerId else {
+            throw GatewayError.notEligible(
+                "the redemption is not this customer's redemption of offer '\(offerId)'",
+                reasons: ["redemption_not_for_offer"])
+        }
+    }
+
+    /// Signs, records the ledger row (naming the redemption, and keeping the answer for its replays), returns.
+    private func issue(
+        _ format: IssuedSignature.Format, tenant: TenantRecord, customerId: String, productId: String, offerId: String,
+        token: String?, transactionId: String?, redemptionId: UUID?, at: Date
+    ) async throws -> SignedOffer {
         let signer = try await activeSigner(tenant)
         let nonce = nonce()
-        if request.format == "v1" {
+        let signed: SignedOffer
+        let appAccountToken: String?
+        if format == .v1 {
             // The V1 payload carries the app account token the app will pass at purchase: the one given, else the
             // customer id when it is a UUID (the recommended customer id), else empty.
-            let appAccountToken = (token ?? (CustomerID.isUUIDShaped(customerId) ? customerId : "")).lowercased()
+            let v1Token = (token ?? (CustomerID.isUUIDShaped(customerId) ? customerId : "")).lowercased()
             let signature = try signer.offerSigner(bundleId: tenant.bundleId).signV1(
-                productId: product.id, offerId: offer.id, appAccountToken: appAccountToken, nonce: nonce,
+                productId: productId, offerId: offerId, appAccountToken: v1Token, nonce: nonce,
                 timestamp: Int64((at.timeIntervalSince1970 * 1000).rounded(.down)))
-            try await record(
-                tenant, .v1, signer: signer, nonce: nonce, customerId: customerId, productId: product.id,
-                offerId: offer.id, appAccountToken: appAccountToken, transactionId: transactionId, at: at)
-            return .v1(
-                signature, keyId: signer.keyId, offerId: offer.id, productId: product.id,
-                appAccountToken: appAccountToken)
+            signed = .v1(
+                keyId: signer.keyId, nonce: signature.nonceString, timestamp: signature.timestamp,
+                signature: signature.signature, offerId: offerId, productId: productId, appAccountToken: v1Token)
+            appAccountToken = v1Token
+        } else {
+            guard signer.issuerId != nil else { throw Self.missingIssuer(signer.keyId) }
+            let jws = try signer.offerSigner(bundleId: tenant.bundleId).promotionalOfferJWS(
+                productId: productId, offerId: offerId, transactionId: transactionId, nonce: nonce, issuedAt: at)
+            signed = .jws(
+                jws, keyId: signer.keyId, nonce: nonce.lowercasedString, offerId: offerId, productId: productId)
+            appAccountToken = token
         }
-        guard signer.issuerId != nil else { throw Self.missingIssuer(signer.keyId) }
-        let jws = try signer.offerSigner(bundleId: tenant.bundleId).promotionalOfferJWS(
-            productId: product.id, offerId: offer.id, transactionId: transactionId, nonce: nonce, issuedAt: at)
-        try await record(
-            tenant, .jws, signer: signer, nonce: nonce, customerId: customerId, productId: product.id,
-            offerId: offer.id, appAccountToken: token, transactionId: transactionId, at: at)
-        return .jws(jws, keyId: signer.keyId, nonce: nonce, offerId: offer.id, productId: product.id)
+        try await ledger.record(
+            tenant: tenant.id,
+            IssuedSignature(
+                nonce: nonce, format: format, keyId: signer.keyId, customerId: customerId, productId: productId,
+                offerId: offerId, appAccountToken: appAccountToken, transactionId: transactionId, issuedAt: at,
+                redemptionId: redemptionId, signedOffer: redemptionId == nil ? nil : signed.storedJSON))
+        return signed
     }
 
     /// Allowed when the product has an introductory offer this customer is eligible for right now.

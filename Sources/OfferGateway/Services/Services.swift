@@ -16,6 +16,8 @@ struct Services: Sendable {
     let campaigns: CampaignService
     let system: SystemService
     let apple: AppleDataService
+    /// The offer funnel: paywall events and `analytics.funnel`.
+    let funnel: FunnelService
     /// Retention Messaging: Apple's question at a subscriber's cancel page.
     let retention: RetentionService
     let caches: GatewayCaches
@@ -31,6 +33,7 @@ struct Services: Sendable {
         let customers = CustomerService(
             repository: database.subscriptions, apple: database.appleData, caches: caches, clock: clock)
         let redemptions = RedemptionCoordinator(repository: database.campaigns, clock: clock)
+        let claims = ClaimCoordinator(repository: database.campaigns, clock: clock)
         self.caches = caches
         self.redemptions = redemptions
         self.clock = clock
@@ -40,12 +43,17 @@ struct Services: Sendable {
             adminKeyDigest: options.adminKey.flatMap { $0.isEmpty ? nil : SHA256.hash($0) }, logger: logger)
         keys = KeyService(repository: database.signingKeys, sealer: sealer, caches: caches, logger: logger)
         catalog = CatalogService(repository: database.catalog, caches: caches, clock: clock, logger: logger)
-        offers = OfferService(
-            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures), clock: clock,
-            nonce: options.nonce, signatures: stats.metrics.signatures)
+        let offers = OfferService(
+            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures),
+            signatures: database.signatures, campaigns: database.campaigns,
+            offered: OfferedCounter(
+                repository: database.funnel, interval: options.funnelFlushInterval, logger: logger),
+            clock: clock, nonce: options.nonce, signed: stats.metrics.signatures)
+        self.offers = offers
+        funnel = FunnelService(repository: database.funnel, campaigns: database.campaigns, caches: caches, clock: clock)
         codes = CodeService(
             repository: database.campaigns, customers: customers, caches: caches, redemptions: redemptions,
-            clock: clock, outcomes: stats.metrics.redemptions)
+            claims: claims, offers: offers, clock: clock, outcomes: stats.metrics.redemptions)
         campaigns = CampaignService(repository: database.campaigns, caches: caches, clock: clock, logger: logger)
         system = SystemService(database: database, caches: caches, stats: stats, version: options.version)
         apple = AppleDataService(

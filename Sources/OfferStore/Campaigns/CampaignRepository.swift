@@ -44,10 +44,10 @@ public struct CampaignRepository: Sendable {
     static let columns = """
         c.campaign_id, c.offer_id, c.kind, c.custom_code, c.total_limit, c.per_customer_limit, c.starts_at,
         c.expires_at, c.eligibility, c.deactivated_at, c.redeemed, c.rolled_back, c.codes_generated, c.created_at,
-        c.product_id
+        c.apple_reference_name, c.product_id
         """
     /// How many columns `columns` has (what a query selects after them starts at this index).
-    static let columnCount = 15
+    static let columnCount = 16
 
     // MARK: Definition
 
@@ -61,10 +61,10 @@ public struct CampaignRepository: Sendable {
                 let rows = try await tx.query(
                     """
                     INSERT INTO campaigns AS c (tenant_id, campaign_id, offer_id, product_id, kind, custom_code,
-                        total_limit, per_customer_limit, starts_at, expires_at, eligibility)
+                        total_limit, per_customer_limit, starts_at, expires_at, eligibility, apple_reference_name)
                     VALUES (\(tenant), \(c.id), \(c.offerId), \(productId), \(c.kind.rawValue), \(c.code),
                         \(c.limits.totalLimit.map { Int64($0) }), \(Int32(clamping: c.limits.perCustomerLimit)),
-                        \(c.startsAt), \(c.expiresAt), \(eligibility))
+                        \(c.startsAt), \(c.expiresAt), \(eligibility), \(c.appleReferenceName))
                     RETURNING \(query: .unsafeRaw(Self.columns))
                     """)
                 guard let row = rows.first else { throw StoreError.corrupt("INSERT returned no campaign") }
@@ -144,7 +144,10 @@ public struct CampaignRepository: Sendable {
                 ).scalar(String.self)
                 guard let kind else { throw StoreError.notFound("campaign '\(campaignId)'") }
                 guard kind == CampaignKind.oneTime.rawValue else {
-                    throw StoreError.conflict("campaign '\(campaignId)' is a custom campaign: it has one code")
+                    throw StoreError.conflict(
+                        kind == CampaignKind.custom.rawValue
+                            ? "campaign '\(campaignId)' is a custom campaign: it has one code"
+                            : "campaign '\(campaignId)' holds Apple's codes: import them (campaigns.importCodes)")
                 }
                 var made = 0
                 var rounds = 0
@@ -198,7 +201,8 @@ public struct CampaignRepository: Sendable {
         let rolledBack = try row.decode(Int64.self, at: base + 11)
         let generated = try row.decode(Int64.self, at: base + 12)
         let created = try row.decode(Date.self, at: base + 13)
-        let productId = try row.decode(String.self, at: base + 14)
+        let referenceName = try row.decode(String?.self, at: base + 14)
+        let productId = try row.decode(String.self, at: base + 15)
         guard let kind = CampaignKind(rawValue: kindText) else { throw StoreError.corrupt("campaign kind") }
         var eligibility = Set<CampaignAudience>()
         for name in eligibilityText {
@@ -209,7 +213,7 @@ public struct CampaignRepository: Sendable {
             let campaign = try Campaign(
                 id: id, offerId: offerId, kind: kind, code: code, totalLimit: total.map { Int($0) },
                 perCustomerLimit: Int(perCustomer), startsAt: startsAt, expiresAt: expiresAt, eligibility: eligibility,
-                deactivatedAt: deactivatedAt)
+                deactivatedAt: deactivatedAt, appleReferenceName: referenceName)
             return CampaignRecord(
                 campaign: campaign, productId: productId, redeemed: Int(redeemed), rolledBack: Int(rolledBack),
                 codesGenerated: Int(generated), createdAt: created)

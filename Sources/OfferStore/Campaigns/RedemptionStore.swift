@@ -159,13 +159,18 @@ extension CampaignRepository {
                    WHERE r.tenant_id = \(tenant) AND r.code = c.code AND r.one_time AND r.rolled_back_at IS NULL
                    LIMIT 1)
             """,
-            """
-            SELECT r.idempotency_key, encode(r.request_hash, 'hex'), r.response::text
-            FROM unnest(\(keys)::text[]) AS k(key)
-            CROSS JOIN LATERAL (SELECT idempotency_key, request_hash, response FROM idempotency_records
-                                WHERE tenant_id = \(tenant) AND idempotency_key = k.key LIMIT 1) AS r
-            """,
+            idempotencyLookup(tenant: tenant, keys: keys),
         ]
+    }
+
+    /// The stored outcomes of idempotency keys: key, hex request hash, response JSON (one index lookup per key).
+    static func idempotencyLookup(tenant: UUID, keys: [String]) -> PostgresQuery {
+        """
+        SELECT r.idempotency_key, encode(r.request_hash, 'hex'), r.response::text
+        FROM unnest(\(keys)::text[]) AS k(key)
+        CROSS JOIN LATERAL (SELECT idempotency_key, request_hash, response FROM idempotency_records
+                            WHERE tenant_id = \(tenant) AND idempotency_key = k.key LIMIT 1) AS r
+        """
     }
 
     static func batchTransaction<T: Sendable>(
@@ -289,6 +294,36 @@ extension CampaignRepository {
                     WHERE tenant_id = \(tenant) AND campaign_id = \(campaign)
                     """, prepared: true)
                 return false
+            }
+        }
+    }
+}
+
+/// A redemption as `offers.sign` checks it: whose it is, which offer its campaign grants, whether it is live.
+public struct RedemptionRecord: Sendable, Hashable {
+    public var redemptionId: UUID
+    public var campaignId: String
+    public var offerId: String
+    public var customerId: String
+    /// Not rolled back.
+    public var live: Bool
+}
+
+extension CampaignRepository {
+    /// One redemption of the tenant with its campaign's offer, or nil.
+    public func redemption(tenant: UUID, id: UUID) async throws(StoreError) -> RedemptionRecord? {
+        try await storeCall {
+            try await pool.query(
+                """
+                SELECT r.campaign_id, c.offer_id, r.customer_id, r.rolled_back_at IS NULL
+                FROM redemptions r JOIN campaigns c ON c.tenant_id = r.tenant_id AND c.campaign_id = r.campaign_id
+                WHERE r.tenant_id = \(tenant) AND r.redemption_id = \(id)
+                """, prepared: true
+            ).first.map { row in
+                let (campaignId, offerId, customerId, live) = try row.decode(
+                    String.self, String.self, String.self, Bool.self)
+                return RedemptionRecord(
+                    redemptionId: id, campaignId: campaignId, offerId: offerId, customerId: customerId, live: live)
             }
         }
     }

@@ -95,6 +95,29 @@ enum MethodTable {
                 "offers.introEligibility",
                 [t, customer, product, Param(name: "transactionId", kind: .string, valid: "fuzz-tx")]
             ),
+            (
+                "events.record",
+                [
+                    t,
+                    Param(
+                        name: "events", kind: .array,
+                        valid: [
+                            [
+                                "customerId": "fuzz-customer", "offerId": "promo.half", "event": "impression",
+                                "eventId": "fuzz-event", "at": "2026-11-18T12:00:00Z",
+                            ]
+                        ]),
+                ]
+            ),
+            (
+                "analytics.funnel",
+                [
+                    t, Param(name: "offerId", kind: .string, valid: "promo.half"),
+                    Param(name: "from", kind: .date, valid: "2026-11-18T00:00:00Z"),
+                    Param(name: "to", kind: .date, valid: "2026-11-19T00:00:00Z"),
+                    Param(name: "bucket", kind: .string, valid: "hour"),
+                ]
+            ),
         ]
     }
 

@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+
+/// The group commit of a campaign's writes: one owner per campaign (a `GroupCommitBatcher` behind a `Mutex`)
+/// collects the requests that arrive while the previous batch commits, and hands each batch to `commitBatch`, which
+/// writes it in ONE transaction and answers every request of it. Every request is answered only after its batch's
+/// `COMMIT` succeeded; when the transaction fails, every request of the batch gets the error.
+///
+/// Redemptions (`RedemptionCoordinator`) and claims of Apple's codes (`ClaimCoordinator`) share it; each brings its
+/// own batch transaction. The database stays the arbiter between processes: each batch locks the campaign row.
+final class CampaignBatches<Request: Sendable, Receipt: Sendable>: Sendable {
+    /// Campaigns are owned per tenant and id.
+    struct Key: Hashable, Sendable {
+        let tenant: UUID
+        let campaignId: String
+    }
+
+    /// Commits one batch; returns one answer per request, in order.
+    typealias Commit = @Sendable (Key, [Request]) async throws -> [Result<Receipt, any Error>]
+
+    private struct Pending: Sendable {
+        let request: Request
+        let continuation: CheckedContinuation<Receipt, any Error>
+    }
+
+    private let commitBatch: Commit
+    private let maxBatchSize: Int
+    private let linger: Duration?
+    private let owners = Mutex<[Key: GroupCommitBatcher<Pending>]>([:])
+
+    /// - Parameters:
+    ///   - maxBatchSize: most requests per transaction.
+    ///   - linger: an optional window an idle campaign waits before committing its first batch (nil: commit at
+    ///     once; batches then form while the previous one commits).
+    init(maxBatchSize: Int, linger: Duration?, commit: @escaping Commit) {
+        self.commitBatch = commit
+        self.maxBatchSize = maxBatchSize
+        self.linger = linger
+    }
+
+    /// Joins the campaign's next batch; returns (or throws) the batch's answer for `request`.
+    func submit(_ request: Request, key: Key) async throws -> Receipt {
+        try await withCheckedThrowingContinuation { continuation in
+            let pending = Pending(request: request, continuation: continuation)
+            let action = owners.withLock { owners in
+                if owners[key] == nil {
+                    owners[key] = GroupCommitBatcher(maxBatchSize: maxBatchSize, lingers: linger != nil)
+                }
+                return owners[key]?.submit(pending) ?? .none
+            }
+            perform(action, key: key)
+        }
+    }
+
+    private func perform(_ action: GroupCommitBatcher<Pending>.Action, key: Key) {
+        switch action {
+        case .none:
+            return
+        case .startTimer:
+            let window = linger ?? .zero
+            Task {
+                try? await Task.sleep(for: window)
+                let next = self.owners.withLock { $0[key]?.timerFired() ?? .none }
+                self.perform(next, key: key)
+            }
+        case .commit(let batch):
+            Task { await self.commit(batch, key: key) }
+        }
+    }
+
+    private func commit(_ batch: [Pending], key: Key) async {
+        do {
+            let answers = try await commitBatch(key, batch.map(\.request))
+            for (index, pending) in batch.enumerated() {
+                pending.continuation.resume(
+                    with: index < answers.count
+                        ? answers[index] : .failure(GatewayError.internal("a batch answered too few requests")))
+            }
+        } catch {
+            for pending in batch { pending.continuation.resume(throwing: error) }
+        }
+        let next = owners.withLock { owners -> GroupCommitBatcher<Pending>.Action in
+            guard var owner = owners[key] else { return .none }
+            let action = owner.batchFinished()
+            if owner.phase == .idle && owner.queue.isEmpty {
+                owners[key] = nil
+            } else {
+                owners[key] = owner
+            }
+            return action
+        }
+        perform(next, key: key)
+    }
+}
