@@ -87,7 +87,7 @@ struct FunnelService: Sendable {
                         + FunnelEvent.Kind.allCases.map(\.rawValue).joined(separator: ", "),
                     reason: "unknown_event")
             }
-            guard catalog.offer(input.offerId) != nil else {
+            guard !catalog.offers(withId: input.offerId).isEmpty else {
                 throw GatewayError.invalidParams(
                     param: param + ".offerId", message: "no offer '\(Validate.printable(input.offerId))'",
                     reason: "unknown_offer")
@@ -142,7 +142,7 @@ struct FunnelService: Sendable {
         var offers: [String]
         var campaignId: String?
         if let offerId = request.offerId {
-            guard catalog.offer(offerId) != nil else {
+            guard !catalog.offers(withId: offerId).isEmpty else {
                 throw GatewayError.invalidParams(
                     param: "params.offerId", message: "no offer '\(Validate.printable(offerId))'",
                     reason: "unknown_offer")

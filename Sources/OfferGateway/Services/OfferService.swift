@@ -21,7 +21,7 @@ struct OfferService: Sendable {
     let clock: @Sendable () -> Date
     let nonce: @Sendable () -> UUID
     /// `offergate_signatures_total{format}`: counted once the ledger row is committed.
-    let signatures: Counter
+    let signed: Counter
 
     struct EligibilityRequest: Decodable, Sendable {
         let customerId: String
@@ -357,7 +357,7 @@ struct OfferService: Sendable {
             IssuedSignature(
                 nonce: nonce, format: format, keyId: signer.keyId, customerId: customerId, productId: productId,
                 offerId: offerId, appAccountToken: appAccountToken, transactionId: transactionId, issuedAt: at))
-        signatures.increment([format.rawValue])
+        signed.increment([format.rawValue])
     }
 
     /// One product, or one group, of the catalog: exactly one of the two must be given.

@@ -101,10 +101,18 @@ struct RetentionService: Sendable {
         for (i, entry) in request.offers.enumerated() {
             let param = "params.offers[\(i)]"
             let offerId = try Validate.identifier(entry.offerId, param: param + ".offerId")
-            guard let offer = catalog.offer(offerId) else {
+            let named = catalog.offers(withId: offerId)
+            guard let offer = named.first else {
                 throw GatewayError.invalidParams(
                     param: param + ".offerId", message: "no offer '\(Validate.printable(offerId))' in the catalog",
                     reason: "unknown_offer")
+            }
+            // Apple's message names a promotional offer by its id alone, so the id must name one offer.
+            guard named.count == 1 else {
+                throw GatewayError.invalidParams(
+                    param: param + ".offerId",
+                    message: "offer '\(Validate.printable(offerId))' exists for several products: a retention "
+                        + "message cannot tell them apart", reason: "ambiguous_offer")
             }
             guard offer.type == .promotional else {
                 throw GatewayError.invalidParams(
@@ -285,14 +293,15 @@ struct RetentionService: Sendable {
                 let signed = try await offers.sign(
                     OfferService.SignRequest(
                         customerId: customerId, productId: pick.product.id, offerId: pick.offer.id, format: "jws",
-                        appAccountToken: nil, transactionId: request.originalTransactionId, billingPlan: nil),
+                        appAccountToken: nil, transactionId: request.originalTransactionId, billingPlan: nil,
+                        redemptionId: nil),
                     tenant: tenant)
                 guard case .jws(let jws, _, let nonce, let offerId, let productId) = signed else {
                     throw GatewayError.internal("offers.sign returned another format than asked for")
                 }
                 return Decision(
                     answer: .promotionalOffer(messageId: messageId, signatureV2: jws), reason: nil,
-                    customerId: customerId, offerId: offerId, productId: productId, nonce: nonce)
+                    customerId: customerId, offerId: offerId, productId: productId, nonce: UUID(uuidString: nonce))
             }
         } else if customerId != nil {
             reason = "unknown_product"
