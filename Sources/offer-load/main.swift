@@ -82,7 +82,9 @@ let offerLoadCommand = CommandSpec(
         .flag("setup-only", "Set the data up (and save it with --save-fixture), then exit without load"),
         .flag("quiet", "No progress messages on stderr"),
     ],
-    arguments: [ArgumentSpec("scenario", "ping | best | sign | redeem-hot | redeem-onetime | claim | mixed | retention")]
+    arguments: [
+        ArgumentSpec("scenario", "ping | best | sign | redeem-hot | redeem-onetime | claim | mixed | retention")
+    ]
 )
 
 /// Everything the command line says, checked.

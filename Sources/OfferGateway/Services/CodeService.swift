@@ -201,7 +201,8 @@ struct CodeService: Sendable {
     /// The campaign's offer (its product fixed at creation), as the catalog holds it now.
     private func grantedOffer(_ record: CampaignRecord, tenant: TenantRecord) async throws -> Offer {
         let campaign = record.campaign
-        guard let offer = try await caches.catalogs.catalog(tenant.id).offer(campaign.offerId, product: record.productId)
+        guard
+            let offer = try await caches.catalogs.catalog(tenant.id).offer(campaign.offerId, product: record.productId)
         else {
             throw GatewayError.internal("campaign \(campaign.id) names an offer missing from the catalog")
         }
