@@ -246,6 +246,8 @@ public struct AppleDataRepository: Sendable {
         let written = writes.isEmpty ? [] : try await tx.pipeline(writes).map { try $0.get() }
         let records = batch.transactions.count + batch.renewals.count
         let applied = written.prefix(records).filter { !$0.isEmpty }.count
+        // What the purchases used is marked in the same transaction, as on the sequential path.
+        try await attribute(tx, tenant: tenant, transactionIds: batch.transactions.map(\.facts.transactionId))
         return AppleIngestOutcome(
             duplicateNotification: false, applied: applied, duplicates: records - applied, customers: customers)
     }

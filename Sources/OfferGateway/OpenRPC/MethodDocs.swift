@@ -225,12 +225,11 @@ enum MethodDocs {
                 param("format", ["type": "string", "enum": ["v1", "jws"]], required: true, example: "v1"),
                 param("appAccountToken", string, example: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f"),
                 param("transactionId", string, example: "2000000000000001"), billingPlan,
+                param(
+                    "redemptionId", string, example: "6f1c8a52-3f0e-4c6e-9d2a-0d8e2b1c7a10",
+                    "a live redemption of a campaign granting the offer: eligible whatever the offer's audience"),
             ],
-            result: object(
-                [
-                    "format": string, "keyId": string, "nonce": string, "timestamp": integer, "signature": string,
-                    "compactJWS": string, "offerId": string, "productId": string,
-                ], required: ["format", "offerId", "productId"]),
+            result: signature,
             errors: [-32004, -32020, -32030]),
         "offers.introEligibility": doc(
             "The gateway's introductory-offer verdict, signed for StoreKit.",
@@ -251,13 +250,29 @@ enum MethodDocs {
             [
                 tenantOptional, param("code", string, required: true, example: "SPRING-2026"), customerId,
                 param("idempotencyKey", string, example: "order-42"),
+                param(
+                    "sign", ["type": "string", "enum": ["v1", "jws"]], example: "jws",
+                    "also sign the granted promotional offer, bound to the redemption"),
+                param("appAccountToken", string, example: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f"),
+                param("transactionId", string, example: "2000000000000001"),
             ],
             result: object(
                 [
                     "redemptionId": string, "campaignId": string, "offerId": string, "productId": string,
-                    "replayed": boolean,
+                    "replayed": boolean, "signature": signature,
                 ], required: ["redemptionId", "replayed"]),
-            errors: [-32009, -32020, -32040, -32041, -32042, -32043]),
+            errors: [-32009, -32020, -32030, -32040, -32041, -32042, -32043]),
+        "codes.claim": doc(
+            "Hands the customer one of an appleOneTime campaign's codes (the same one if asked again).",
+            [
+                tenantOptional, campaignId, customerId, param("idempotencyKey", string, example: "claim-42"),
+            ],
+            result: object(
+                [
+                    "claimId": string, "code": string, "campaignId": string, "offerId": string, "productId": string,
+                    "replayed": boolean,
+                ], required: ["claimId", "code", "replayed"]),
+            errors: [-32004, -32009, -32020, -32041, -32042, -32043]),
         "codes.rollback": doc(
             "Gives a redemption's capacity back (idempotent).",
             [
@@ -271,7 +286,11 @@ enum MethodDocs {
             "Creates an offer-code campaign.",
             [
                 tenantRequired, campaignId, param("offerId", string, required: true, example: "code.spring"),
-                param("kind", ["type": "string", "enum": ["oneTime", "custom"]], required: true, example: "custom"),
+                param(
+                    "kind", ["type": "string", "enum": ["oneTime", "custom", "appleOneTime"]], required: true,
+                    example: "custom"),
+                param("productId", string, example: "monthly", "the offer's product, when several share the id"),
+                param("appleReferenceName", string, example: "Spring 2026", "appleOneTime: the offer code's name"),
                 param("code", string, example: "SPRING-2026"),
                 param("totalLimit", ["type": ["integer", "null"]], example: 1000),
                 param("perCustomerLimit", integer, example: 1),
@@ -280,6 +299,49 @@ enum MethodDocs {
                 param("eligibility", strings, example: ["new", "existing", "expired"]),
             ],
             result: campaign, errors: [-32004, -32009]),
+        "campaigns.importCodes": doc(
+            "Imports an appleOneTime campaign's codes, as App Store Connect generated them.",
+            [
+                tenantRequired, campaignId,
+                param("codes", strings, required: true, example: ["ABCD1234EFGH"], "at most 10,000 per call"),
+            ],
+            result: object(
+                ["campaignId": string, "imported": integer, "duplicates": integer],
+                required: ["imported", "duplicates"]),
+            errors: [-32004]),
+        "events.record": doc(
+            "Records what the app's paywall saw (idempotent per eventId; at most 1,000 per call).",
+            [
+                tenantOptional,
+                param(
+                    "events",
+                    array(
+                        object(
+                            [
+                                "customerId": string, "offerId": string,
+                                "event": [
+                                    "type": "string",
+                                    "enum": ["impression", "tap", "dismiss", "purchaseStarted", "purchaseFailed"],
+                                ],
+                                "at": dateTime, "eventId": string,
+                            ], required: ["customerId", "offerId", "event"])),
+                    required: true,
+                    example: [["customerId": "user-1", "offerId": "promo.half", "event": "impression"]]),
+            ],
+            result: object(["recorded": integer, "duplicates": integer], required: ["recorded"]), errors: []),
+        "analytics.funnel": doc(
+            "An offer's (or campaign's, or product's) funnel from offered to renewed, per day or hour.",
+            [
+                tenantOptional, param("offerId", string, example: "promo.half"),
+                param("campaignId", string, example: "spring"), param("productId", string, example: "monthly"),
+                param("from", dateTime, required: true, example: "2026-11-01T00:00:00Z"),
+                param("to", dateTime, required: true, example: "2026-11-08T00:00:00Z"),
+                param("bucket", ["type": "string", "enum": ["day", "hour"]], example: "day"),
+            ],
+            result: object(
+                ["bucket": string, "from": dateTime, "to": dateTime, "buckets": array(anyObject), "totals": anyObject],
+                required: ["buckets", "totals"]),
+            errors: []),
         "campaigns.generateCodes": doc(
             "Generates one-time codes (may send progress notifications).",
             [
@@ -299,7 +361,7 @@ enum MethodDocs {
             result: object([
                 "totalLimit": ["type": ["integer", "null"]], "redeemed": integer,
                 "remaining": ["type": ["integer", "null"]], "rolledBack": integer, "codesGenerated": integer,
-                "codesRedeemed": integer,
+                "codesRedeemed": integer, "claimed": integer, "purchased": integer,
             ]),
             errors: [-32004]),
         "campaigns.list": doc(
@@ -327,6 +389,13 @@ enum MethodDocs {
         "retention.get": doc(
             "A tenant's Retention Messaging configuration.", [tenantRequired], result: retention, errors: [-32004]),
     ]
+
+    /// What `offers.sign` returns (and `codes.redeem` with `sign`).
+    private static let signature = object(
+        [
+            "format": string, "keyId": string, "nonce": string, "timestamp": integer, "signature": string,
+            "compactJWS": string, "offerId": string, "productId": string,
+        ], required: ["format", "offerId", "productId"])
 
     private static let retention = object(
         [
