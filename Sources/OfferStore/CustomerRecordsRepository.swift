@@ -61,30 +61,18 @@ public struct CustomerRecordsRepository: Sendable {
     /// `RedemptionStore.batchLookups`). Each row ends with its customer id.
     static func queries(tenant: UUID, customers: [String]) -> [PostgresQuery] {
         [
+            (SubscriptionRepository.transactionColumns, "subscription_transactions", "purchase_date, transaction_id"),
+            (AppleDataRepository.transactionColumns, "apple_transactions", "purchase_date, transaction_id"),
+            (AppleDataRepository.renewalColumns, "apple_renewal_infos", "original_transaction_id, environment"),
+        ].map { columns, table, order in
             """
             SELECT r.*, c.customer_id
             FROM unnest(\(customers)::text[]) AS c(customer_id)
             CROSS JOIN LATERAL (
-                SELECT \(query: .unsafeRaw(SubscriptionRepository.transactionColumns)) FROM subscription_transactions s
-                WHERE s.tenant_id = \(tenant) AND s.customer_id = c.customer_id
-                ORDER BY purchase_date, transaction_id) r
-            """,
+                SELECT \(query: .unsafeRaw(columns)) FROM \(query: .unsafeRaw(table)) t
+                WHERE t.tenant_id = \(tenant) AND t.customer_id = c.customer_id
+                ORDER BY \(query: .unsafeRaw(order))) r
             """
-            SELECT r.*, c.customer_id
-            FROM unnest(\(customers)::text[]) AS c(customer_id)
-            CROSS JOIN LATERAL (
-                SELECT \(query: .unsafeRaw(AppleDataRepository.transactionColumns)) FROM apple_transactions a
-                WHERE a.tenant_id = \(tenant) AND a.customer_id = c.customer_id
-                ORDER BY purchase_date, transaction_id) r
-            """,
-            """
-            SELECT r.*, c.customer_id
-            FROM unnest(\(customers)::text[]) AS c(customer_id)
-            CROSS JOIN LATERAL (
-                SELECT \(query: .unsafeRaw(AppleDataRepository.renewalColumns)) FROM apple_renewal_infos i
-                WHERE i.tenant_id = \(tenant) AND i.customer_id = c.customer_id
-                ORDER BY original_transaction_id, environment) r
-            """,
-        ]
+        }
     }
 }
