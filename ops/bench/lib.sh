@@ -82,7 +82,7 @@ pg_ticks() {
     for p in $(pgrep -P "$pm"); do total=$((total + $(cpu_ticks "$p"))); done
     echo "$total"
 }
-per_thousand() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", 1e6 * t / hz / n}'; }
+per_thousand() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f\n", 1e6 * t / hz / n}'; }
 
 # jget FILE EXPR: a field of an offer-load --json report (python expression over `r`).
 jget() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
