@@ -51,23 +51,50 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     /// Requests (or batches) in flight.
     var inFlight: Int { state.withLock { $0.inFlight } }
 
-    /// Starts handling one frame; `complete` is called exactly once with the response frame (or nil). A frame that
-    /// arrives after `closed()` is dropped: nobody could read its answer.
+    /// Frames up to this size are offered to `RPCHandler.answerNow`.
+    static var answerNowMaxBytes: Int { 4_096 }
+
+    /// What `dispatch` did with a frame.
+    enum Dispatched: Equatable {
+        /// Handled on a task: `complete` will be called with its answer.
+        case started
+        /// Answered at once (`RPCHandler.answerNow`); the caller writes the frame (nil for a notification).
+        /// `complete` is not called.
+        case answered([UInt8]?)
+        /// The connection is closed: nobody could read an answer.
+        case dropped
+    }
+
+    /// Handles one frame: a single request the handler can answer at once is answered here, on the caller's
+    /// thread (`.answered`); anything else runs on its own task and `complete` is called exactly once with the
+    /// response frame (or nil). A frame that arrives after `closed()` is dropped.
     ///
     /// With `blockingAt` (stdio's one reader thread, never a pool thread): once that many requests are in flight,
     /// blocks the caller until at most half of them are left, so a full pipeline costs one wake-up per batch of
     /// completions instead of one per request, and the check shares the lock that counts the request.
-    func dispatch(_ frame: [UInt8], blockingAt limit: Int? = nil) {
+    @discardableResult
+    func dispatch(_ frame: [UInt8], blockingAt limit: Int? = nil) -> Dispatched {
+        // Only small frames are parsed on the caller's (transport) thread: a large one (a catalog, a batch) would
+        // hold up every other connection of that thread, so it is parsed on its task.
+        let inbound = frame.count <= Self.answerNowMaxBytes ? RPCInbound.classify(frame, maxDepth: maxDepth) : nil
+        if case .single(.request(let request))? = inbound {
+            let context = RPCContext(connection: info, requestID: request.id, sendFrame: sendFrame)
+            if let result = handler.answerNow(request, session: session, context: context) {
+                guard state.withLock({ !$0.closed }) else { return .dropped }
+                guard let id = request.id else { return .answered(nil) }
+                return .answered(RPCExchange.frame(RPCResponse(id: id, result: result)))
+            }
+        }
         let token = state.withLock { s -> UInt64? in
             guard !s.closed else { return nil }
             s.inFlight += 1
             defer { s.nextToken += 1 }
             return s.nextToken
         }
-        guard let token else { return }
+        guard let token else { return .dropped }
         // Created outside the lock: starting a task may wake a pool thread, and completions take this lock too.
         let task = Task {
-            let response = await self.process(frame)
+            let response = await self.process(inbound ?? RPCInbound.classify(frame, maxDepth: self.maxDepth))
             self.complete(response)
             self.finished(token)
         }
@@ -82,6 +109,7 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             return true
         }
         if mustWait { capacity.wait() }
+        return .started
     }
 
     /// The transport closed: cancels what is still running; ends the session now or after the last request.
@@ -133,9 +161,9 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
         return true
     }
 
-    func process(_ frame: [UInt8]) async -> [UInt8]? {
+    func process(_ inbound: RPCInbound) async -> [UInt8]? {
         await RPCExchange.answer(
-            frame, handler: handler, session: session, connection: info, maxDepth: maxDepth, sendFrame: sendFrame)
+            inbound, handler: handler, session: session, connection: info, sendFrame: sendFrame)
     }
 
     static func frame(_ response: RPCResponse) -> [UInt8] { RPCExchange.frame(response) }
@@ -150,6 +178,16 @@ public enum RPCExchange {
         _ frame: [UInt8], handler: Handler, session: Handler.Session, connection: ConnectionInfo,
         maxDepth: Int = JSONParsing.defaultMaxDepth, sendFrame: @escaping @Sendable ([UInt8]) -> Void = { _ in }
     ) async -> [UInt8]? {
+        await answer(
+            RPCInbound.classify(frame, maxDepth: maxDepth), handler: handler, session: session, connection: connection,
+            sendFrame: sendFrame)
+    }
+
+    /// The answer to a frame already classified (`RPCInbound.classify`).
+    public static func answer<Handler: RPCHandler>(
+        _ inbound: RPCInbound, handler: Handler, session: Handler.Session, connection: ConnectionInfo,
+        sendFrame: @escaping @Sendable ([UInt8]) -> Void = { _ in }
+    ) async -> [UInt8]? {
         func run(_ entry: RPCInbound.Entry) async -> RPCResponse? {
             switch entry {
             case .invalid(let invalid):
@@ -161,7 +199,7 @@ public enum RPCExchange {
                 return RPCResponse(id: id, result: result)
             }
         }
-        switch RPCInbound.classify(frame, maxDepth: maxDepth) {
+        switch inbound {
         case .reject(let response):
             return Self.frame(response)
         case .single(let entry):

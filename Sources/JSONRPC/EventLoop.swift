@@ -31,6 +31,9 @@ final class Channel {
     var handler: (any ChannelHandler)?
     /// Queued output: `out[outOffset...]` is unwritten (`machine.pendingOutput` bytes).
     var out: [UInt8] = []
+    /// Set while the loop hands this channel's frames to its handler: answers given at once are queued and written
+    /// together afterwards (one `send` for a pipeline's worth of answers, not one each).
+    var corked = false
     var outOffset = 0
     /// The epoll interest last registered (socket: read and write bits of one registration).
     var readInterest: UInt32 = 0
@@ -349,6 +352,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Hands buffered frames to the handler while the state machine allows it.
     func deliverFrames(_ channel: Channel) {
+        channel.corked = true
         while channel.machine.canDeliverFrame, let event = channel.framer.next() {
             switch event {
             case .frame(let bytes):
@@ -357,6 +361,8 @@ final class EventLoop: @unchecked Sendable {
                 channel.handler?.channelFrameTooLarge(channel: channel)
             }
         }
+        channel.corked = false
+        if channel.pendingOut > 0 { flush(channel) }
         perform(channel.machine.deliveryStopped(), on: channel)
     }
 
@@ -365,6 +371,10 @@ final class EventLoop: @unchecked Sendable {
         guard channel.machine.acceptsOutput else { return }
         let queueWasEmpty = channel.pendingOut == 0
         channel.machine.outputQueued(bytes.count)
+        if channel.corked {
+            channel.out.append(contentsOf: bytes)
+            return
+        }
         guard queueWasEmpty else {
             channel.out.append(contentsOf: bytes)
             flush(channel)

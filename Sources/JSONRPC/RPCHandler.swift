@@ -17,12 +17,23 @@ public protocol RPCHandler: Sendable {
     /// `shutdown(SHUT_WR)` on a socket) is not a disconnect: requests already sent still run and are answered.
     func handle(_ request: RPCRequest, session: Session, context: RPCContext) async -> Result<JSONValue, RPCError>
 
+    /// Answers one request at once, on the transport's own thread, when its answer needs no waiting (one held in
+    /// memory, a ping); nil sends it down the asynchronous path (`handle`), which must then give the same answer.
+    /// Called for every single request before `handle`: it must never block, suspend or do more than a lookup's
+    /// work, since the connections of that thread wait meanwhile. Saves the request two thread hand-offs (to the
+    /// cooperative pool and back) and a task. The default answers nothing at once.
+    func answerNow(_ request: RPCRequest, session: Session, context: RPCContext) -> Result<JSONValue, RPCError>?
+
     /// Called once after the connection closed and all its in-flight requests finished.
     func sessionEnded(_ session: Session)
 }
 
 extension RPCHandler {
     public func sessionEnded(_ session: Session) {}
+
+    public func answerNow(_ request: RPCRequest, session: Session, context: RPCContext) -> Result<
+        JSONValue, RPCError
+    >? { nil }
 }
 
 /// Describes a connection, for sessions and logs.

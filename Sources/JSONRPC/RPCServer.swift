@@ -213,8 +213,13 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
 
     func channelFrame(_ frame: [UInt8], channel: Channel) -> Bool {
         guard let dispatcher else { return false }
-        dispatcher.dispatch(frame)
-        return true
+        switch dispatcher.dispatch(frame) {
+        case .started: return true
+        case .answered(let bytes):
+            if let bytes { server.loop.write(channel, bytes) }
+            return false
+        case .dropped: return false
+        }
     }
 
     func channelFrameTooLarge(channel: Channel) {

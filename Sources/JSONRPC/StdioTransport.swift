@@ -167,7 +167,9 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
                 switch event {
                 case .frame(let bytes):
                     if isStopped { break reading }
-                    dispatcher.dispatch(bytes, blockingAt: maxInFlight)
+                    if case .answered(let answer?) = dispatcher.dispatch(bytes, blockingAt: maxInFlight) {
+                        writer.enqueue(answer)
+                    }
                 case .tooLarge:
                     if isStopped { break reading }
                     let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: frameLimit)))

@@ -23,7 +23,28 @@ final class TestHandler: RPCHandler {
     let cancelled = TestEvent()
     let sessionEnd = TestEvent()
 
+    /// Requests `answerNow` answered, and how many of them it answered inside a Swift task (none should be: it
+    /// runs on the transport's own thread).
+    let answeredNow = Mutex<(count: Int, inTasks: Int)>((0, 0))
+    /// Requests `handle` saw of the methods `answerNow` knows ("now", "maybeNow").
+    let handledLater = Atomic<Int>(0)
+
     func makeSession(_ info: ConnectionInfo) -> TestSession { TestSession() }
+
+    /// "now" is answered at once (`{"now": params}`); "maybeNow" only when its params say `"now": true`.
+    func answerNow(_ request: RPCRequest, session: TestSession, context: RPCContext) -> Result<JSONValue, RPCError>? {
+        switch request.method {
+        case "now": break
+        case "maybeNow" where request.params?["now"] == true: break
+        default: return nil
+        }
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        answeredNow.withLock {
+            $0.count += 1
+            if inTask { $0.inTasks += 1 }
+        }
+        return .success(["now": request.params ?? .null])
+    }
 
     func sessionEnded(_ session: TestSession) {
         endedSessions.add(1, ordering: .relaxed)
@@ -34,6 +55,9 @@ final class TestHandler: RPCHandler {
         switch request.method {
         case "echo":
             return .success(request.params ?? .null)
+        case "now", "maybeNow":
+            handledLater.add(1, ordering: .relaxed)
+            return .success(["later": request.params ?? .null])
         case "sleep":
             struct P: Decodable {
                 var ms: Int

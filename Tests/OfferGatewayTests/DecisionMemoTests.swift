@@ -104,6 +104,42 @@ struct DecisionMemoTests {
         }
     }
 
+    @Test("a remembered answer is given at once, counted and rate-limited like any other")
+    func rememberedAnswersComeAtOnce() async throws {
+        // One token per 1,000 s after a burst of 3: nothing refills while the test runs, however slow the machine.
+        try await TestGateway.with(configure: { options, _ in
+            options.rateLimit = 0.001
+            options.rateBurst = 3
+        }) { gw in
+            let admin = try await gw.admin()
+            defer { admin.close() }
+            let key = try await gw.createTenant("acme", admin: admin)
+            try await gw.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let app = try await gw.tenant(key)
+            defer { app.close() }
+            let params: JSONValue = ["customerId": "c1", "productId": "monthly"]
+            // Decided on a task (the at-once path found nothing and gave its token back), then twice from memory.
+            let first = try await app.call(method: "offers.best", params: params)
+            #expect(try await app.call(method: "offers.best", params: params) == first)
+            #expect(try await app.call(method: "offers.best", params: params) == first)
+            // Three calls spent the burst of three: one token each, whichever path answered.
+            await #expect(throws: RPCError.self) { try await app.call(method: "offers.best", params: params) }
+            let limited = await #expect(throws: RPCError.self) {
+                try await app.call(method: "offers.best", params: params)
+            }
+            #expect(limited?.code == -32029)
+            let stats = try await admin.call(method: "system.stats", params: [:])
+            let best = try #require(stats["methods"]?["offers.best"])
+            #expect(best["count"] == 5)
+            #expect(best["errors"] == 2)
+            // The second and third answers, and both refusals, came at once.
+            #expect(best["answeredAtOnce"] == 4)
+            let metrics = gw.service.gateway.metrics.registry.exposition()
+            #expect(metrics.contains(#"offergate_rpc_answered_at_once_total{method="offers.best"} 4"#))
+            #expect(metrics.contains(#"offergate_rpc_requests_total{method="offers.best"} 5"#))
+        }
+    }
+
     @Test("a history change recorded through another process reaches remembered answers within one second")
     func crossProcessHistoryChange() async throws {
         try await TestGateway.withPair { one, two in

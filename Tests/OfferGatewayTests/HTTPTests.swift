@@ -317,6 +317,7 @@ struct HTTPTests {
             let families = json["families"]?.objectValue ?? [:]
             for (name, type) in [
                 ("offergate_rpc_requests", "counter"), ("offergate_rpc_errors", "counter"),
+                ("offergate_rpc_answered_at_once", "counter"),
                 ("offergate_rpc_request_duration_seconds", "histogram"), ("offergate_http_requests", "counter"),
                 ("offergate_http_request_duration_seconds", "histogram"), ("offergate_db_pool_connections", "gauge"),
                 ("offergate_code_redemptions", "counter"), ("offergate_signatures", "counter"),

@@ -62,6 +62,22 @@ start_gateway() {
     echo "gateway did not start:" >&2; tail -20 "$work/gateway.log" >&2; exit 1
 }
 
+# profiled NAME CMD…: runs CMD; with BENCH_PERF=DIR set, under `perf record -g` attached to the gateway
+# ($gateway_pid) for exactly CMD's run, into DIR/<bench>-NAME.perf.data (the last run of a name wins). Read it with
+# ops/perf/fold.py (layers, top symbols, flame graph). Without BENCH_PERF it only runs CMD.
+profiled() {
+    local name="$1"; shift
+    [ -n "${BENCH_PERF:-}" ] || { "$@"; return; }
+    mkdir -p "$BENCH_PERF"
+    perf record -q -F 999 -g -p "$gateway_pid" -o "$BENCH_PERF/$bench_name-$name.perf.data" 2>/dev/null &
+    local perf_pid=$! status=0
+    sleep 0.5
+    "$@" || status=$?
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    return "$status"
+}
+
 # pgbench_tps ARGS…: runs pgbench, prints its tps; an aborted or failing run stops the benchmark.
 pgbench_tps() {
     local out

@@ -266,16 +266,26 @@ final class GatewayCaches: Sendable {
     /// The tenant's catalog and the customer's transactions, from memory when both are there (the usual case: no
     /// child tasks), else loaded side by side.
     func inputs(tenant: UUID, customerId: String) async throws -> (CatalogSnapshot, TransactionsSnapshot) {
-        if let catalog = catalogs.cachedSnapshot(tenant),
-            let transactions = customers.cachedSnapshot(tenant, customerId)
-        {
-            catalogs.recordHit()
-            customers.recordHit()
-            return (catalog, transactions)
+        if let cached = cachedInputs(tenant: tenant, customerId: customerId) {
+            recordInputsHit()
+            return cached
         }
         async let catalog = catalogs.snapshot(tenant)
         async let transactions = customers.snapshot(tenant, customerId)
         return try await (catalog, transactions)
+    }
+
+    /// Both inputs of a decision when both are in memory (no hit counted: `recordInputsHit` once they are used).
+    func cachedInputs(tenant: UUID, customerId: String) -> (CatalogSnapshot, TransactionsSnapshot)? {
+        guard let catalog = catalogs.cachedSnapshot(tenant),
+            let transactions = customers.cachedSnapshot(tenant, customerId)
+        else { return nil }
+        return (catalog, transactions)
+    }
+
+    func recordInputsHit() {
+        catalogs.recordHit()
+        customers.recordHit()
     }
 
     /// Every cache's hits, misses and entries (for the metrics).

@@ -41,14 +41,16 @@ final class DecisionMemo: Sendable {
     }
 
     /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
-    func answer(_ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> BestOfferAnswer?
-    {
+    /// `countMiss: false` for a look that will be repeated on a miss (the at-once path): one miss counted, not two.
+    func answer(
+        _ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date, countMiss: Bool = true
+    ) -> BestOfferAnswer? {
         guard enabled else { return nil }
         guard let answer = answers.cached(key), answer.catalog === catalog,
             answer.transactions === transactions,
             answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
         else {
-            answers.recordMiss()
+            if countMiss { answers.recordMiss() }
             return nil
         }
         answers.recordHit()

@@ -59,35 +59,92 @@ public final class Gateway: RPCHandler {
         -> Result<JSONValue, RPCError>
     {
         let started = ContinuousClock.now
-        let outcome: Result<JSONValue, RPCError>
-        var tenantSlug: String?
-        var logDetail: String?
-        if let method = methods[request.method] {
-            do {
-                try authorize(method, session: session)
-                if case .tenant(let tenant) = session.principal {
-                    tenantSlug = tenant.slug
-                    if method.access != .open, case .limited(let wait) = limiter.take(tenant: tenant.slug) {
-                        throw GatewayError.rateLimited(retryAfterMs: wait)
-                    }
-                }
-                let context = MethodContext(request: request, session: session, rpc: context, gateway: self)
-                outcome = .success(try await method.run(context))
-            } catch {
-                let rendered = renderedError(error)
-                logDetail = rendered.failureDetail
-                outcome = .failure(rendered.rpc)
-            }
-        } else {
-            outcome = .failure(.methodNotFound(request.method))
+        guard let method = methods[request.method] else {
+            return finished(request, session: session, tenant: nil, started: started, .methodNotFound(request.method))
         }
+        let tenant = session.principal.tenantSlug
+        do {
+            try admit(method, session: session)
+            let context = MethodContext(request: request, session: session, rpc: context, gateway: self)
+            return finished(request, session: session, tenant: tenant, started: started, try await method.run(context))
+        } catch {
+            return finished(request, session: session, tenant: tenant, started: started, error: error)
+        }
+    }
+
+    /// A request the method can answer from memory (`MethodSpec.now`: a ping, a remembered best offer), answered on
+    /// the transport's thread: no task, no hand-off to the cooperative pool and back. The same checks, limits,
+    /// stats and log as `handle`; nil when it must wait for something (then `handle` answers it).
+    public func answerNow(_ request: RPCRequest, session: GatewaySession, context: RPCContext) -> Result<
+        JSONValue, RPCError
+    >? {
+        guard let method = methods[request.method], let now = method.now else { return nil }
+        let started = ContinuousClock.now
+        let tenant = session.principal.tenantSlug
+        do {
+            let limited = try admit(method, session: session)
+            let context = MethodContext(request: request, session: session, rpc: context, gateway: self)
+            guard let value = try now(context) else {
+                // `handle` takes the token again when it answers.
+                if let limited { limiter.giveBack(tenant: limited) }
+                return nil
+            }
+            return finished(
+                request, session: session, tenant: tenant, started: started, .success(value), detail: nil,
+                atOnce: true)
+        } catch {
+            return finished(request, session: session, tenant: tenant, started: started, error: error, atOnce: true)
+        }
+    }
+
+    /// Authorizes the call and takes the tenant's rate-limit token; the tenant whose token was taken, if one was.
+    @discardableResult
+    private func admit(_ method: MethodSpec, session: GatewaySession) throws -> String? {
+        try authorize(method, session: session)
+        guard method.access != .open, case .tenant(let tenant) = session.principal else { return nil }
+        if case .limited(let wait) = limiter.take(tenant: tenant.slug) {
+            throw GatewayError.rateLimited(retryAfterMs: wait)
+        }
+        return tenant.slug
+    }
+
+    private func finished(
+        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
+        _ value: JSONValue
+    ) -> Result<JSONValue, RPCError> {
+        finished(request, session: session, tenant: tenant, started: started, .success(value), detail: nil)
+    }
+
+    private func finished(
+        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
+        error: any Error, atOnce: Bool = false
+    ) -> Result<JSONValue, RPCError> {
+        let rendered = renderedError(error)
+        return finished(
+            request, session: session, tenant: tenant, started: started, .failure(rendered.rpc),
+            detail: rendered.failureDetail, atOnce: atOnce)
+    }
+
+    private func finished(
+        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
+        _ error: RPCError
+    ) -> Result<JSONValue, RPCError> {
+        finished(request, session: session, tenant: tenant, started: started, .failure(error), detail: nil)
+    }
+
+    /// Every answer's stats and log line, whichever path gave it.
+    private func finished(
+        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
+        _ outcome: Result<JSONValue, RPCError>, detail: String?, atOnce: Bool = false
+    ) -> Result<JSONValue, RPCError> {
         let elapsed = ContinuousClock.now - started
         let micros =
             Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         let code: Int? = if case .failure(let error) = outcome { error.code } else { nil }
         stats.record(
-            method: methods[request.method] != nil ? request.method : "(unknown)", micros: micros, errorCode: code)
-        log(request: request, session: session, tenant: tenantSlug, micros: micros, code: code, detail: logDetail)
+            method: methods[request.method] != nil ? request.method : "(unknown)", micros: micros, errorCode: code,
+            atOnce: atOnce)
+        log(request: request, session: session, tenant: tenant, micros: micros, code: code, detail: detail)
         return outcome
     }
 

@@ -12,6 +12,8 @@ public final class GatewayMetrics: Sendable {
 
     // MARK: JSON-RPC (every transport, HTTP included)
     let rpcRequests: Counter
+    /// Of those, the ones answered at once from memory (`Gateway.answerNow`).
+    let rpcAnsweredAtOnce: Counter
     let rpcErrors: Counter
     let rpcDuration: Histogram
 
@@ -39,6 +41,10 @@ public final class GatewayMetrics: Sendable {
     public init() {
         rpcRequests = registry.counter(
             "offergate_rpc_requests_total", help: "JSON-RPC requests handled, by method.", labels: ["method"])
+        rpcAnsweredAtOnce = registry.counter(
+            "offergate_rpc_answered_at_once_total",
+            help: "JSON-RPC requests answered from memory on the transport's thread (no task), by method.",
+            labels: ["method"])
         rpcErrors = registry.counter(
             "offergate_rpc_errors_total", help: "JSON-RPC requests answered with an error, by method and code.",
             labels: ["method", "code"])
@@ -102,8 +108,9 @@ public final class GatewayMetrics: Sendable {
         ProcessMetrics.register(in: registry)
     }
 
-    func recordRPC(method: String, seconds: Double, errorCode: Int?) {
+    func recordRPC(method: String, seconds: Double, errorCode: Int?, atOnce: Bool) {
         rpcRequests.increment([method])
+        if atOnce { rpcAnsweredAtOnce.increment([method]) }
         rpcDuration.observe(seconds, [method])
         if let errorCode { rpcErrors.increment([method, String(errorCode)]) }
     }

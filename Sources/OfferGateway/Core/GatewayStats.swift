@@ -8,6 +8,8 @@ public final class GatewayStats: Sendable {
     struct MethodStats {
         var count = 0
         var errors = 0
+        /// Answered at once from memory, on the transport's thread (`Gateway.answerNow`).
+        var atOnce = 0
         /// 5 precision bits: percentiles within 3.2 % (the load harness's timeline sketches use the same).
         var latency = LatencyHistogram(precisionBits: 5)
     }
@@ -21,11 +23,13 @@ public final class GatewayStats: Sendable {
         self.metrics = metrics
     }
 
-    func record(method: String, micros: Int, errorCode: Int?) {
-        metrics.recordRPC(method: method, seconds: Double(max(0, micros)) / 1_000_000, errorCode: errorCode)
+    func record(method: String, micros: Int, errorCode: Int?, atOnce: Bool = false) {
+        metrics.recordRPC(
+            method: method, seconds: Double(max(0, micros)) / 1_000_000, errorCode: errorCode, atOnce: atOnce)
         state.withLock { all in
             var stats = all.removeValue(forKey: method) ?? MethodStats()
             stats.count += 1
+            if atOnce { stats.atOnce += 1 }
             if errorCode != nil { stats.errors += 1 }
             stats.latency.record(microseconds: UInt64(max(0, micros)))
             all[method] = stats
@@ -39,7 +43,7 @@ public final class GatewayStats: Sendable {
         for name in snapshot.keys.sorted() {
             guard let stats = snapshot[name] else { continue }
             methods[name] = [
-                "count": .int(stats.count), "errors": .int(stats.errors),
+                "count": .int(stats.count), "errors": .int(stats.errors), "answeredAtOnce": .int(stats.atOnce),
                 "p50Micros": .int(Int(stats.latency.percentile(50))),
                 "p99Micros": .int(Int(stats.latency.percentile(99))), "maxMicros": .int(Int(stats.latency.max)),
             ]

@@ -11,6 +11,11 @@ public enum Principal: Sendable, Equatable {
     case tenant(TenantRecord)
     /// The operators' key: admin methods, and tenant methods when naming the tenant.
     case admin
+
+    /// The tenant's slug, for a tenant's connection.
+    var tenantSlug: String? {
+        if case .tenant(let tenant) = self { tenant.slug } else { nil }
+    }
 }
 
 /// Per-connection state. Authentication changes it; requests of the connection read it concurrently.

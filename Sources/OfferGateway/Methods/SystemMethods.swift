@@ -4,7 +4,7 @@ import JSONRPC
 /// `system.*`: health, the transport baseline, and process statistics (see `SystemService`).
 enum SystemMethods {
     static let all: [MethodSpec] = [
-        MethodSpec(name: "system.ping", access: .open) { _ in .object([:]) },
+        MethodSpec(name: "system.ping", access: .open, run: { _ in .object([:]) }, now: { _ in .object([:]) }),
         MethodSpec(name: "system.health", access: .open) { ctx in
             let health = await ctx.services.system.health()
             return [

@@ -142,38 +142,89 @@ struct OfferService: Sendable {
     /// decision horizon hold (see `DecisionMemo`). An answer with a winner counts as `offered` in the funnel, in
     /// the hour of its decision time (in memory: no write here).
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
-        let at = request.at ?? clock()
-        let answer = try await best(request, tenant: tenant, at: at)
-        if let winner = answer.result.winner { offered.count(tenant: tenant.id, offerId: winner.offer.id, at: at) }
-        return answer
+        let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
+        let inputs = try await caches.inputs(tenant: tenant.id, customerId: query.customerId)
+        let answer = try remembered(query, inputs, countMiss: true) ?? decide(query, inputs)
+        return counted(answer, query)
     }
 
-    private func best(_ request: BestRequest, tenant: TenantRecord, at: Date) async throws -> BestOfferAnswer {
-        let customerId = try Validate.customerId(request.customerId)
-        let locale = try Validate.locale(request.locale)
-        let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
-        let (catalogSnapshot, transactions) = try await caches.inputs(tenant: tenant.id, customerId: customerId)
-        let catalog = catalogSnapshot.catalog
-        let scope = try Self.scope(productId: request.productId, groupId: request.groupId, in: catalog)
-        let memoKey = DecisionMemo.Key(
-            tenant: tenant.id, customerId: customerId, scope: scope, locale: locale.identifier, billingPlan: asked)
-        if let known = caches.decisions.answer(memoKey, catalog: catalogSnapshot, transactions: transactions, at: at) {
-            return known
+    /// `best`'s answer when it is remembered over inputs held in memory, without waiting for anything (nil: ask
+    /// `best`). Bad params throw as in `best`. The transports call it on their own thread (`Gateway.answerNow`).
+    func bestNow(_ request: BestRequest, tenant: TenantRecord) throws -> BestOfferAnswer? {
+        let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
+        guard let inputs = caches.cachedInputs(tenant: tenant.id, customerId: query.customerId),
+            let answer = try remembered(query, inputs, countMiss: false)
+        else { return nil }
+        caches.recordInputsHit()
+        return counted(answer, query)
+    }
+
+    /// One `offers.best` question, its params checked.
+    private struct BestQuery {
+        let tenant: UUID
+        let customerId: String
+        let productId: String?
+        let groupId: String?
+        let locale: Locale
+        let billingPlan: BillingPlan?
+        let at: Date
+
+        init(_ request: BestRequest, tenant: TenantRecord, at: Date) throws {
+            self.tenant = tenant.id
+            customerId = try Validate.customerId(request.customerId)
+            productId = request.productId
+            groupId = request.groupId
+            locale = try Validate.locale(request.locale)
+            billingPlan = try request.billingPlan.map { try Validate.billingPlan($0) }
+            self.at = at
         }
-        let history = CustomerService.history(catalog: catalogSnapshot, transactions: transactions, at: at)
+
+        func memoKey(_ scope: BestOffer.Scope) -> DecisionMemo.Key {
+            DecisionMemo.Key(
+                tenant: tenant, customerId: customerId, scope: scope, locale: locale.identifier,
+                billingPlan: billingPlan)
+        }
+    }
+
+    /// The answer remembered for this question over exactly these inputs, if it still holds.
+    private func remembered(
+        _ query: BestQuery, _ inputs: (CatalogSnapshot, TransactionsSnapshot), countMiss: Bool
+    ) throws -> BestOfferAnswer? {
+        let scope = try Self.scope(productId: query.productId, groupId: query.groupId, in: inputs.0.catalog)
+        return caches.decisions.answer(
+            query.memoKey(scope), catalog: inputs.0, transactions: inputs.1, at: query.at, countMiss: countMiss)
+    }
+
+    /// Decides and remembers.
+    private func decide(_ query: BestQuery, _ inputs: (CatalogSnapshot, TransactionsSnapshot)) throws
+        -> BestOfferAnswer
+    {
+        let (catalogSnapshot, transactions) = inputs
+        let catalog = catalogSnapshot.catalog
+        let scope = try Self.scope(productId: query.productId, groupId: query.groupId, in: catalog)
+        let history = CustomerService.history(catalog: catalogSnapshot, transactions: transactions, at: query.at)
         // The key holds the plan asked for: a plan from Apple's data is a function of the transactions snapshot
         // (its latest renewal info, whatever `at`), which a remembered answer is tied to by identity.
-        let plan = asked ?? Self.groupId(of: scope, in: catalog).flatMap { history.group($0).billingPlan }
+        let plan = query.billingPlan ?? Self.groupId(of: scope, in: catalog).flatMap { history.group($0).billingPlan }
         let result = try Self.domain {
             try BestOffer.choose(
-                scope: scope, ranked: catalogSnapshot.ranked, history: history, at: at, billingPlan: plan)
+                scope: scope, ranked: catalogSnapshot.ranked, history: history, at: query.at, billingPlan: plan)
         }
         let answer = BestOfferAnswer(
             result,
             displayText: result.winner.map {
-                caches.displayTexts.text(offer: $0.offer, product: $0.product, locale: locale)
+                caches.displayTexts.text(offer: $0.offer, product: $0.product, locale: query.locale)
             })
-        caches.decisions.remember(memoKey, answer, catalog: catalogSnapshot, transactions: transactions, madeAt: at)
+        caches.decisions.remember(
+            query.memoKey(scope), answer, catalog: catalogSnapshot, transactions: transactions, madeAt: query.at)
+        return answer
+    }
+
+    /// An answer with a winner counts as `offered` in the funnel.
+    private func counted(_ answer: BestOfferAnswer, _ query: BestQuery) -> BestOfferAnswer {
+        if let winner = answer.result.winner {
+            offered.count(tenant: query.tenant, offerId: winner.offer.id, at: query.at)
+        }
         return answer
     }
 

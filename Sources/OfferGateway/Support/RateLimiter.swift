@@ -29,6 +29,10 @@ struct TokenBucket: Sendable, Equatable {
         return .limited(retryAfterMs: max(1, Int((wait * 1000).rounded(.up))))
     }
 
+    /// Returns a token taken for a request that was then not answered here after all (it is taken again where it
+    /// is answered).
+    mutating func giveBack() { tokens = min(burst, tokens + 1) }
+
     enum TakeResult: Equatable, Sendable {
         case allowed
         case limited(retryAfterMs: Int)
@@ -60,5 +64,11 @@ final class RateLimiter: Sendable {
             buckets[tenant] = bucket
             return result
         }
+    }
+
+    /// Gives back a token `take` took (see `TokenBucket.giveBack`).
+    func giveBack(tenant: String) {
+        guard isEnabled else { return }
+        buckets.withLock { buckets in buckets[tenant]?.giveBack() }
     }
 }
