@@ -36,47 +36,51 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
         sql += "$\(binds.count)"
     }
 
-    /// Appends another query, renumbering its placeholders after this one's.
+    /// Appends another query, renumbering its placeholders after this one's (a fragment without binds, such as
+    /// `.unsafeRaw` text, is appended as it is: it has no placeholders of its own).
     public mutating func append(_ other: PostgresQuery) {
         let shift = binds.count
-        sql += shift == 0 ? other.sql : Self.renumber(other.sql, by: shift)
+        sql += shift == 0 || other.binds.isEmpty ? other.sql : Self.renumber(other.sql, by: shift)
         binds += other.binds
     }
 
     /// The SQL text only (never the bound values).
     public var description: String { sql }
 
-    /// Shifts `$n` placeholders outside quotes by `shift`.
+    /// Shifts `$n` placeholders outside quotes by `shift`. Works on the UTF-8 bytes: quotes, `$` and digits are
+    /// ASCII, and no byte of a multi-byte character is.
     static func renumber(_ sql: String, by shift: Int) -> String {
-        var out = ""
-        var quote: Character?
-        let iterator = Array(sql)
+        let bytes = Array(sql.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 8)
+        var quote: UInt8?
         var i = 0
-        while i < iterator.count {
-            let c = iterator[i]
+        func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+        while i < bytes.count {
+            let c = bytes[i]
             if let q = quote {
                 out.append(c)
                 if c == q { quote = nil }
                 i += 1
-            } else if c == "'" || c == "\"" {
+            } else if c == UInt8(ascii: "'") || c == UInt8(ascii: "\"") {
                 quote = c
                 out.append(c)
                 i += 1
-            } else if c == "$", i + 1 < iterator.count, iterator[i + 1].isASCII, iterator[i + 1].isNumber {
+            } else if c == UInt8(ascii: "$"), i + 1 < bytes.count, isDigit(bytes[i + 1]) {
                 var j = i + 1
                 var n = 0
-                while j < iterator.count, iterator[j].isASCII, let d = iterator[j].wholeNumberValue {
-                    n = n * 10 + d
+                while j < bytes.count, isDigit(bytes[j]) {
+                    n = n * 10 + Int(bytes[j] - UInt8(ascii: "0"))
                     j += 1
                 }
-                out += "$\(n + shift)"
+                out.append(contentsOf: "$\(n + shift)".utf8)
                 i = j
             } else {
                 out.append(c)
                 i += 1
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Builds the SQL text and binds of an interpolated `PostgresQuery`.

@@ -26,6 +26,13 @@ struct CodingTests {
         q.append(" AND y = \(3) AND z = '$1' AND w = \(4)")
         #expect(q.sql == "SELECT $1 WHERE x = $2 AND y = $3 AND z = '$1' AND w = $4")
         #expect(q.binds.map { $0.bytes.map { String(decoding: $0, as: UTF8.self) } } == ["1", "2", "3", "4"])
+        // Multi-byte characters around placeholders, inside and outside quotes, survive the renumbering.
+        q.append(" AND \"näme$1\" = 'é$2😀' AND v = \(5) -- ünï $10")
+        #expect(q.sql.hasSuffix(" AND \"näme$1\" = 'é$2😀' AND v = $5 -- ünï $14"))
+        // A fragment without binds has no placeholders of its own: appended as it is.
+        var plain: PostgresQuery = "SELECT \(1)"
+        plain.append(.unsafeRaw(" FROM t"))
+        #expect(plain.sql == "SELECT $1 FROM t")
         let inner: PostgresQuery = "b = \("v")"
         let outer: PostgresQuery = "a = \(true) AND \(query: inner)"
         #expect(outer.sql == "a = $1 AND b = $2")
