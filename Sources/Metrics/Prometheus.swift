@@ -123,17 +123,18 @@ struct SeriesTable<Value> {
         if values.count != labelCount {
             values = Array((values + Array(repeating: "", count: labelCount)).prefix(labelCount))
         }
-        if series[values] != nil || series.count < maxSeries { return values }
+        // Below the cap any label set is kept: no lookup needed to decide.
+        if series.count < maxSeries || series[values] != nil { return values }
         return Array(repeating: "_other", count: labelCount)
     }
 
+    /// Changes the series of `values` in place (one hash lookup on every request's path), made from `initial` the
+    /// first time.
     mutating func update(_ values: [String], initial: @autoclosure () -> Value, _ change: (inout Value) -> Void) {
         let key = key(values)
-        if series[key] == nil {
-            series[key] = initial()
-            order.append(key)
-        }
-        change(&series[key]!)
+        let before = series.count
+        change(&series[key, default: initial()])
+        if series.count != before { order.append(key) }
     }
 }
 

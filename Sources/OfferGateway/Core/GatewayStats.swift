@@ -12,6 +12,13 @@ public final class GatewayStats: Sendable {
         var atOnce = 0
         /// 5 precision bits: percentiles within 3.2 % (the load harness's timeline sketches use the same).
         var latency = LatencyHistogram(precisionBits: 5)
+
+        mutating func record(micros: Int, failed: Bool, atOnce: Bool) {
+            count += 1
+            if failed { errors += 1 }
+            if atOnce { self.atOnce += 1 }
+            latency.record(microseconds: UInt64(max(0, micros)))
+        }
     }
 
     private let state = Mutex<[String: MethodStats]>([:])
@@ -27,12 +34,8 @@ public final class GatewayStats: Sendable {
         metrics.recordRPC(
             method: method, seconds: Double(max(0, micros)) / 1_000_000, errorCode: errorCode, atOnce: atOnce)
         state.withLock { all in
-            var stats = all.removeValue(forKey: method) ?? MethodStats()
-            stats.count += 1
-            if atOnce { stats.atOnce += 1 }
-            if errorCode != nil { stats.errors += 1 }
-            stats.latency.record(microseconds: UInt64(max(0, micros)))
-            all[method] = stats
+            // In place (one lookup, the histogram's storage not copied).
+            all[method, default: MethodStats()].record(micros: micros, failed: errorCode != nil, atOnce: atOnce)
         }
     }
 
