@@ -200,4 +200,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # piped into head: fine
+        sys.stderr.close()
