@@ -98,7 +98,7 @@ extension PostgresIntegrationTests {
                 try await Self.setStandbys(admin, "")
                 // Without a standby to wait for, commits succeed again on the same connection: nothing sticks.
                 #expect(
-                    try await eventually {
+                    await eventually {
                         (try? await pool.query("INSERT INTO t VALUES (\(5)) RETURNING n").scalar(Int64.self)) == 5
                     })
                 await pool.close()
