@@ -150,7 +150,9 @@ struct PoolStateMachine: Sendable {
         let id = nextConnectionID
         nextConnectionID += 1
         connections[id] = .connecting
-        if consecutiveConnectFailures > 0 { return [.openConnectionAfterBackoff(id, failures: consecutiveConnectFailures)] }
+        if consecutiveConnectFailures > 0 {
+            return [.openConnectionAfterBackoff(id, failures: consecutiveConnectFailures)]
+        }
         return [.openConnection(id)]
     }
 }

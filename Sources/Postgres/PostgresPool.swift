@@ -225,7 +225,9 @@ public final class PostgresPool: Sendable {
                 if let connection { Task { await connection.close() } }
             case .openConnection(let id), .openConnectionAfterBackoff(let id, _):
                 var pause: Duration = .zero
-                if case .openConnectionAfterBackoff(_, let failures) = action { pause = Self.backoff(failures: failures) }
+                if case .openConnectionAfterBackoff(_, let failures) = action {
+                    pause = Self.backoff(failures: failures)
+                }
                 let connection = PostgresConnection(configuration: configuration)
                 state.withLock { $0.connections[id] = connection }
                 Task { [weak self] in
