@@ -39,7 +39,9 @@ struct FailoverTests {
             if unavailable > inFull {
                 // The count is logged with the first request answered 5 s or more after the last such line.
                 let clients = [try await gateways.client(0), try await gateways.client(1)]
-                defer { clients.forEach { $0.close() } }
+                defer {
+                    for client in clients { client.close() }
+                }
                 let summarised = await eventually(timeout: .seconds(15)) {
                     for client in clients { _ = try? await client.call(method: "system.ping", params: [:]) }
                     return log.all.contains { $0.contains("counted, not logged") && $0.contains("outage.suppressed") }
