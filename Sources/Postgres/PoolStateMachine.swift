@@ -17,6 +17,9 @@ struct PoolStateMachine: Sendable {
         case lease(ConnectionID, to: WaiterID)
         /// Open a new connection with this id; report `connectionOpened` or `connectionFailed`.
         case openConnection(ConnectionID)
+        /// The same, after a pause that grows with `failures`, the connection attempts that failed in a row (the
+        /// server is down or no host accepts writes yet): the pool does not hammer it with connection attempts.
+        case openConnectionAfterBackoff(ConnectionID, failures: Int)
         /// Close and forget this connection.
         case closeConnection(ConnectionID)
         /// Fail the waiter with this error.
@@ -39,6 +42,8 @@ struct PoolStateMachine: Sendable {
     private(set) var waiters: [WaiterID] = []
     private(set) var isClosed = false
     private var nextConnectionID = 1
+    /// Connection attempts that failed since the last one that succeeded.
+    private(set) var consecutiveConnectFailures = 0
 
     init(maxConnections: Int) {
         self.maxConnections = max(1, maxConnections)
@@ -70,6 +75,7 @@ struct PoolStateMachine: Sendable {
     /// A connection opened by `.openConnection` is ready.
     mutating func connectionOpened(_ id: ConnectionID) -> [Action] {
         guard connections[id] == .connecting else { return [] }
+        consecutiveConnectFailures = 0
         if isClosed {
             connections[id] = nil
             return [.closeConnection(id)]
@@ -83,17 +89,19 @@ struct PoolStateMachine: Sendable {
         return []
     }
 
-    /// Opening a connection failed: the oldest waiter not covered by another pending connect gets the error (so
-    /// callers see outages quickly instead of timing out); remaining uncovered waiters get a new attempt.
+    /// Opening a connection failed: every waiter not covered by another pending connect gets the error at once
+    /// (the server is unreachable for all of them; callers see an outage quickly instead of timing out, and retry),
+    /// and the next connection attempt waits a backoff (`openConnectionAfterBackoff`).
     mutating func connectionFailed(_ id: ConnectionID, error: PostgresError) -> [Action] {
         guard connections[id] == .connecting else { return [] }
         connections[id] = nil
         if isClosed { return [] }
+        consecutiveConnectFailures += 1
         var actions: [Action] = []
-        if waiters.count > connectingCount {
+        while waiters.count > connectingCount {
             actions.append(.failWaiter(waiters.removeFirst(), error))
         }
-        return actions + openIfUncovered()
+        return actions
     }
 
     /// A leased connection comes back; `reusable` is false when it broke or could not be reset.
@@ -142,6 +150,9 @@ struct PoolStateMachine: Sendable {
         let id = nextConnectionID
         nextConnectionID += 1
         connections[id] = .connecting
+        if consecutiveConnectFailures > 0 {
+            return [.openConnectionAfterBackoff(id, failures: consecutiveConnectFailures)]
+        }
         return [.openConnection(id)]
     }
 }

@@ -7,12 +7,19 @@ import Foundation
 /// Every connection also gets `TimeZone=UTC`, `DateStyle=ISO`, `extra_float_digits=3`, `bytea_output=hex` (via
 /// the startup `options`, appended to any the conninfo has) and `client_encoding=UTF8`; with `statementTimeout` set,
 /// `statement_timeout` too, so the limit holds from the first statement without a round trip.
+///
+/// TCP connections get keepalives unless the conninfo sets any of libpq's `keepalives*` or `tcp_user_timeout`
+/// parameters (`defaultKeepalives`): a server that vanished without closing the connection (a dead machine, a
+/// partition) is then noticed within about 10 s instead of the kernel's two hours, so a failover is followed.
+/// libpq ignores them on Unix sockets.
 public struct PostgresConfiguration: Sendable, Hashable {
     /// The connection string as given.
     public var conninfo: String
     /// `application_name` shown in `pg_stat_activity` (overrides the conninfo's).
     public var applicationName: String?
-    /// Seconds libpq waits to connect (`connect_timeout`); nil keeps the conninfo's / libpq's default.
+    /// Seconds libpq waits to connect (`connect_timeout`), to each host of a multi-host conninfo in turn; nil keeps
+    /// the conninfo's / libpq's default. 3 s by default: a first host that is down (its machine, not just its
+    /// PostgreSQL, which refuses at once) costs each new connection that long before the next host is tried.
     public var connectTimeoutSeconds: Int?
     /// The server's `statement_timeout` for every statement of every connection (a statement running longer fails
     /// with SQLSTATE 57014); `.zero` disables it, nil keeps the server's setting. Whole milliseconds.
@@ -20,7 +27,7 @@ public struct PostgresConfiguration: Sendable, Hashable {
 
     /// Validates `conninfo` with `PQconninfoParse`.
     public init(
-        conninfo: String, applicationName: String? = nil, connectTimeoutSeconds: Int? = 10,
+        conninfo: String, applicationName: String? = nil, connectTimeoutSeconds: Int? = 3,
         statementTimeout: Duration? = nil
     ) throws {
         self.conninfo = conninfo
@@ -39,6 +46,14 @@ public struct PostgresConfiguration: Sendable, Hashable {
 
     static let sessionOptions = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c bytea_output=hex"
 
+    /// Keepalives when the conninfo sets none: probe after 5 s idle, every 1 s, give up after 3 unanswered probes;
+    /// and give up on data the server has not acknowledged for 10 s (`tcp_user_timeout`, which keepalives alone do
+    /// not cover while a request is being sent).
+    static let defaultKeepalives = [
+        ("keepalives", "1"), ("keepalives_idle", "5"), ("keepalives_interval", "1"), ("keepalives_count", "3"),
+        ("tcp_user_timeout", "10000"),
+    ]
+
     /// Keyword/value pairs for `PQconnectdbParams` (with `expand_dbname = 0`).
     func parameters() throws -> [(String, String)] {
         var errorMessage: UnsafeMutablePointer<CChar>?
@@ -51,12 +66,14 @@ public struct PostgresConfiguration: Sendable, Hashable {
         defer { PQconninfoFree(options) }
         var pairs: [(String, String)] = []
         var userOptions = ""
+        var setsKeepalives = false
         var i = 0
         while let keyword = options[i].keyword {
             defer { i += 1 }
             guard let value = options[i].val else { continue }
             let key = String(cString: keyword)
             let text = String(cString: value)
+            if key.hasPrefix("keepalives") || key == "tcp_user_timeout" { setsKeepalives = true }
             switch key {
             case "options": userOptions = text
             case "client_encoding": continue
@@ -71,6 +88,7 @@ public struct PostgresConfiguration: Sendable, Hashable {
         pairs.append(("client_encoding", "UTF8"))
         if let applicationName { pairs.append(("application_name", applicationName)) }
         if let connectTimeoutSeconds { pairs.append(("connect_timeout", String(connectTimeoutSeconds))) }
+        if !setsKeepalives { pairs += Self.defaultKeepalives }
         return pairs
     }
 

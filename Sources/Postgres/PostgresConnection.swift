@@ -64,6 +64,7 @@ public actor PostgresConnection {
     public func connect() throws {
         close()
         let conn = try Self.open(configuration)
+        box.watchNotices(of: conn)
         canceller.install(conn)
         handle = conn
     }
@@ -212,7 +213,8 @@ public actor PostgresConnection {
         results.reserveCapacity(queries.count)
         for q in queries {
             guard let result = PQgetResult(conn) else { return try abandonPipeline(conn) }
-            results.append(Result { try consume(result, query: q) }.mapError { Self.asPostgresError($0) })
+            results.append(
+                Result { try consume(result, query: q, checkCommit: false) }.mapError { Self.asPostgresError($0) })
             // Each statement's results end with a NULL.
             while let extra = PQgetResult(conn) { PQclear(extra) }
         }
@@ -222,6 +224,8 @@ public actor PostgresConnection {
         guard syncStatus == PGRES_PIPELINE_SYNC, PQexitPipelineMode(conn) == 1 else {
             return try abandonPipeline(conn)
         }
+        // The implicit transaction commits at the sync point: its wait for the standby may have been cancelled.
+        try throwIfCommitNotReplicated(query: queries.last?.sql)
         return results
     }
 
@@ -310,18 +314,30 @@ public actor PostgresConnection {
         return name
     }
 
-    /// Converts a result (and clears it).
-    private func consume(_ result: OpaquePointer?, query: PostgresQuery) throws -> PostgresRows {
+    /// Converts a result (and clears it). `checkCommit`: a success is an error when the server warned that its
+    /// commit's wait for the standby was cancelled (a pipeline checks once, after its sync point, instead).
+    private func consume(_ result: OpaquePointer?, query: PostgresQuery, checkCommit: Bool = true) throws
+        -> PostgresRows
+    {
         guard let result else {
             throw PostgresError.fromResult(nil, conn: handle, query: query.sql, binds: query.binds)
         }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY, PGRES_SINGLE_TUPLE:
+            if checkCommit { try throwIfCommitNotReplicated(query: query.sql) }
             return PostgresRows(result: result)
         default:
+            if checkCommit { _ = box.takeSyncReplicationCancelled() }
             throw PostgresError.fromResult(result, conn: handle, query: query.sql, binds: query.binds)
         }
+    }
+
+    /// A commit whose wait for the synchronous standby was cancelled succeeds on the wire, with only a WARNING (seen
+    /// by the notice receiver) to say it may not be on the standby: that is no success to report.
+    private func throwIfCommitNotReplicated(query: String?) throws {
+        guard box.takeSyncReplicationCancelled() else { return }
+        throw PostgresError.commitNotReplicated(query: query)
     }
 
     static func asPostgresError(_ error: any Error) -> PostgresError {
@@ -375,8 +391,44 @@ public actor PostgresConnection {
 }
 
 /// Owns a `PGconn`; finishes it when released. Not Sendable: lives inside one `PostgresConnection` actor.
+///
+/// Also the connection's notice receiver: libpq calls it on the thread running the statement (the actor's queue),
+/// while it reads the statement's results, so the flag it sets is read right after by the same thread.
 final class LibPQConnectionBox {
     var conn: OpaquePointer?
+    /// Set by the notice receiver when the server warned that a commit's wait for synchronous replication was
+    /// cancelled; read and cleared by `takeSyncReplicationCancelled()`.
+    private var syncReplicationCancelled = false
+
+    /// Replaces `open`'s silent notice processor with a receiver that watches for the synchronous replication
+    /// warning (and swallows every notice, as before: stdout carries JSON). The box outlives the handle (the handle
+    /// is finished first, in `close()` or `deinit`), so the unretained pointer stays valid.
+    func watchNotices(of conn: OpaquePointer) {
+        syncReplicationCancelled = false
+        PQsetNoticeReceiver(
+            conn,
+            { arg, result in
+                guard let arg, let result, LibPQConnectionBox.isSyncReplicationCancelled(result) else { return }
+                Unmanaged<LibPQConnectionBox>.fromOpaque(arg).takeUnretainedValue().syncReplicationCancelled = true
+            }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    func takeSyncReplicationCancelled() -> Bool {
+        defer { syncReplicationCancelled = false }
+        return syncReplicationCancelled
+    }
+
+    /// PostgreSQL's `SyncRepWaitForLSN` warns (SQLSTATE 01000) "canceling wait for synchronous replication due to
+    /// user request" on a cancel or statement timeout, and "canceling the wait for synchronous replication and
+    /// terminating connection…" before it terminates the backend (that connection then breaks, which is already an
+    /// error). The severity is matched unlocalised; the text in English, the server's messages as initdb sets them.
+    static func isSyncReplicationCancelled(_ result: OpaquePointer) -> Bool {
+        func field(_ code: UInt8) -> String? {
+            PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
+        }
+        guard field(UInt8(ascii: "V")) == "WARNING", let message = field(UInt8(ascii: "M")) else { return false }
+        return message.contains("wait for synchronous replication")
+    }
 
     deinit {
         if let conn { PQfinish(conn) }

@@ -33,6 +33,11 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidMigration
         /// The configuration (conninfo) is invalid.
         case configuration
+        /// The statement committed on the server, but its wait for the synchronous standby was cancelled (PostgreSQL's
+        /// WARNING "canceling wait for synchronous replication … committed locally"): the commit may not be on the
+        /// standby, so it is not durable and must not be reported as done. Retryable: work that is safe to run again
+        /// (idempotency keys) finds it once it has replicated.
+        case commitNotReplicated
     }
 
     /// What went wrong, broadly.
@@ -83,7 +88,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     /// longer) the primary (25006, e.g. during a failover), and pool timeouts.
     public var isRetryable: Bool {
         switch kind {
-        case .connection, .poolTimeout: return true
+        case .connection, .poolTimeout, .commitNotReplicated: return true
         case .server, .transactionAborted:
             guard let state = sqlState else { return false }
             return Self.retryableStates.contains(state) || state.hasPrefix("08")
@@ -136,6 +141,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case .migrationChecksumMismatch(let version): "migrationChecksumMismatch(\(version))"
         case .invalidMigration: "invalidMigration"
         case .configuration: "configuration"
+        case .commitNotReplicated: "commitNotReplicated"
         }
     }
 
@@ -171,6 +177,13 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
 
     static func connection(_ message: String, sqlState: String? = nil) -> PostgresError {
         PostgresError(kind: .connection, message: message, sqlState: sqlState, connectionMessage: message)
+    }
+
+    static func commitNotReplicated(query: String?) -> PostgresError {
+        PostgresError(
+            kind: .commitNotReplicated,
+            message: "the commit's wait for synchronous replication was cancelled: it committed on the primary but "
+                + "may not be on the standby", sqlState: "01000", query: query)
     }
 
     /// The task awaiting a statement was cancelled (and the statement with it, if it had started).

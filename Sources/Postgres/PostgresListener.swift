@@ -201,6 +201,15 @@ final class ListenerCore: Sendable {
         return PQresultStatus(result) == PGRES_COMMAND_OK
     }
 
+    /// The pause before reconnect attempt `failures + 1`: the first one soon (10-20 ms: the connection broke, the
+    /// new primary may already answer), then doubling, jittered (half to all of it), capped at `cap` (the
+    /// `reconnectDelay`), so a feed follows a failover as soon as a primary answers without spinning meanwhile.
+    static func reconnectPause(failures: Int, cap: Duration) -> Duration {
+        let capMs = max(1, Int(cap.components.seconds * 1_000 + cap.components.attoseconds / 1_000_000_000_000_000))
+        let ceiling = min(capMs, 20 << min(failures, 10))
+        return .milliseconds(Int.random(in: (ceiling / 2)...ceiling))
+    }
+
     private func sleep(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
@@ -215,12 +224,18 @@ final class ListenerCore: Sendable {
             return
         }
         started(nil)
+        var failedReconnects = 0
         while !isStopped {
             guard let live = conn else {
-                sleep(reconnectDelay)
+                sleep(Self.reconnectPause(failures: failedReconnects, cap: reconnectDelay))
                 if isStopped { break }
                 (conn, message) = open()
-                if conn != nil { deliver(.reconnected) }
+                if conn != nil {
+                    failedReconnects = 0
+                    deliver(.reconnected)
+                } else {
+                    failedReconnects += 1
+                }
                 continue
             }
             let pending = state.withLock { s in

@@ -3,7 +3,8 @@ import Synchronization
 
 /// A pool of `PostgresConnection`s: opens up to `maxConnections` lazily, serves waiters first come first served,
 /// fails a waiter with `.poolTimeout` after `acquireTimeout`, discards broken connections and reconnects idle ones
-/// that died (e.g. after a server restart), so the process recovers without restarting.
+/// that died (e.g. after a server restart), so the process recovers without restarting. While connection attempts
+/// fail, waiters get the error at once and the next attempt waits a bounded, jittered backoff (`backoff(failures:)`).
 public final class PostgresPool: Sendable {
     /// Snapshot of the pool's counters.
     public struct Stats: Sendable, Equatable {
@@ -222,10 +223,15 @@ public final class PostgresPool: Sendable {
             case .closeConnection(let id):
                 let connection = state.withLock { $0.connections.removeValue(forKey: id) }
                 if let connection { Task { await connection.close() } }
-            case .openConnection(let id):
+            case .openConnection(let id), .openConnectionAfterBackoff(let id, _):
+                var pause: Duration = .zero
+                if case .openConnectionAfterBackoff(_, let failures) = action {
+                    pause = Self.backoff(failures: failures)
+                }
                 let connection = PostgresConnection(configuration: configuration)
                 state.withLock { $0.connections[id] = connection }
                 Task { [weak self] in
+                    if pause > .zero { try? await Task.sleep(for: pause) }
                     do {
                         try await connection.connect()
                         guard let self else { return }
@@ -239,6 +245,16 @@ public final class PostgresPool: Sendable {
                 }
             }
         }
+    }
+}
+
+extension PostgresPool {
+    /// The pause before the next connection attempt after `failures` failed in a row: doubling from 20 ms, capped
+    /// at 500 ms, with jitter (half to all of it) so that pools of several gateways do not retry in step. Bounded
+    /// by design: once a host accepts writes again, the pool finds it within half a second.
+    static func backoff(failures: Int) -> Duration {
+        let ceiling = min(500, 20 << min(max(failures - 1, 0), 5))
+        return .milliseconds(Int.random(in: (ceiling / 2)...ceiling))
     }
 }
 

@@ -215,4 +215,23 @@ struct CodingTests {
         #expect(uriParams["dbname"] == "x")
         #expect(uriParams["port"] == "5433")
     }
+
+    /// Keepalives and a short connect timeout by default, so a vanished primary is noticed; a conninfo that sets
+    /// any keepalive parameter keeps its own and gets none of the defaults.
+    @Test func configurationAddsKeepalivesUnlessTheConninfoSetsThem() throws {
+        let plain = try PostgresConfiguration(conninfo: "postgresql://u@h1:5432,h2:5432/app")
+        let params = Dictionary(try plain.parameters(), uniquingKeysWith: { _, b in b })
+        #expect(params["keepalives"] == "1")
+        #expect(params["keepalives_idle"] == "5")
+        #expect(params["keepalives_interval"] == "1")
+        #expect(params["keepalives_count"] == "3")
+        #expect(params["tcp_user_timeout"] == "10000")
+        #expect(params["connect_timeout"] == "3")
+        let own = try PostgresConfiguration(conninfo: "postgresql://u@h1/app?keepalives_idle=30")
+        let ownParams = try own.parameters()
+        #expect(ownParams.filter { $0.0 == "keepalives_idle" }.map(\.1) == ["30"])
+        #expect(!ownParams.contains { $0.0 == "keepalives_count" || $0.0 == "tcp_user_timeout" })
+        let renamed = Dictionary(try plain.with(database: "db2").parameters(), uniquingKeysWith: { _, b in b })
+        #expect(renamed["keepalives_idle"] == "5")
+    }
 }

@@ -64,13 +64,30 @@ struct PoolStateMachineTests {
         #expect(m.waiterTimedOut(1, error: timeout) == [])
     }
 
-    @Test func failedConnectFailsOldestUncoveredWaiterAndRetriesForTheRest() {
-        var m = PoolStateMachine(maxConnections: 1)
+    @Test func failedConnectFailsEveryUncoveredWaiterAndTheNextAttemptBacksOff() {
+        var m = PoolStateMachine(maxConnections: 2)
         #expect(m.acquire(1) == [.openConnection(1)])
-        #expect(m.acquire(2) == [])
-        #expect(m.connectionFailed(1, error: boom) == [.failWaiter(1, boom), .openConnection(2)])
-        #expect(m.connectionFailed(2, error: boom) == [.failWaiter(2, boom)])
-        #expect(m.stats == .init(open: 0, idle: 0, inUse: 0, connecting: 0, waiters: 0, maxConnections: 1))
+        #expect(m.acquire(2) == [.openConnection(2)])
+        #expect(m.acquire(3) == [])
+        // Connection 2 still covers one waiter; the other two learn of the outage now.
+        #expect(m.connectionFailed(1, error: boom) == [.failWaiter(1, boom), .failWaiter(2, boom)])
+        #expect(m.stats == .init(open: 0, idle: 0, inUse: 0, connecting: 1, waiters: 1, maxConnections: 2))
+        #expect(m.connectionFailed(2, error: boom) == [.failWaiter(3, boom)])
+        // The next attempts wait a backoff that grows with the failures in a row.
+        #expect(m.acquire(4) == [.openConnectionAfterBackoff(3, failures: 2)])
+        #expect(m.connectionFailed(3, error: boom) == [.failWaiter(4, boom)])
+        #expect(m.acquire(5) == [.openConnectionAfterBackoff(4, failures: 3)])
+        // One success resets it.
+        #expect(m.connectionOpened(4) == [.lease(4, to: 5)])
+        #expect(m.acquire(6) == [.openConnection(5)])
+    }
+
+    @Test func connectBackoffIsBoundedAndJittered() {
+        let first = (0..<50).map { _ in PostgresPool.backoff(failures: 1) }
+        #expect(first.allSatisfy { $0 >= .milliseconds(10) && $0 <= .milliseconds(20) })
+        let late = (0..<50).map { _ in PostgresPool.backoff(failures: 1_000) }
+        #expect(late.allSatisfy { $0 >= .milliseconds(250) && $0 <= .milliseconds(500) })
+        #expect(Set(late).count > 1)
     }
 
     @Test func brokenConnectionIsDiscardedAndReplacedForWaiters() {

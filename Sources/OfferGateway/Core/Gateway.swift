@@ -13,6 +13,8 @@ public final class Gateway: RPCHandler {
     let options: GatewayOptions
     let logger: Logger
     let limiter: RateLimiter
+    /// Summarises storms of -32050 failures (a failover) instead of logging each.
+    let outages = OutageLog()
     /// One service per capability; the methods call these and nothing else.
     let services: Services
     /// Every Prometheus metric of this process (`/metrics`).
@@ -162,6 +164,11 @@ public final class Gateway: RPCHandler {
     private func log(
         request: RPCRequest, session: GatewaySession, tenant: String?, micros: Int, code: Int?, detail: String?
     ) {
+        if let detail, code == GatewayError.unavailableCode {
+            guard logFailureOfOutage(detail) else { return }
+        } else if code != GatewayError.unavailableCode, let summary = outages.succeeded() {
+            logger.warning(summary.message, summary.metadata)
+        }
         let level: LogLevel = detail != nil ? .error : (options.logRequests ? .info : .debug)
         guard logger.isEnabled(level) else { return }
         var meta: [String: String] = [
@@ -173,6 +180,14 @@ public final class Gateway: RPCHandler {
         if let code { meta["rpc.error"] = String(code) }
         if let detail { meta["error.detail"] = detail }
         logger.log(level, detail != nil ? "request failed" : "request", meta)
+    }
+
+    /// For a -32050 failure with a detail (the database is unavailable): whether to log it in full now (see
+    /// `OutageLog`); logs the count of those not logged since the last line first.
+    func logFailureOfOutage(_ detail: String) -> Bool {
+        let (log, summary) = outages.failed(detail: detail)
+        if let summary { logger.warning(summary.message, summary.metadata) }
+        return log
     }
 
     /// Drops cached data of one tenant (after a change here, or one the change feed reports from another process).

@@ -64,7 +64,7 @@ public enum GatewayError: Error, Sendable {
                 code: -32029, message: "rate limit reached; retry later", reason: "rate_limited", retryable: true,
                 details: ["retryAfterMs": .int(retryAfterMs)])
         case .unavailable(let message):
-            return RPCError(code: -32050, message: message, reason: "unavailable", retryable: true)
+            return RPCError(code: Self.unavailableCode, message: message, reason: "unavailable", retryable: true)
         case .internal:
             return RPCError(code: -32603, message: "internal error", reason: "internal_error", retryable: false)
         case .unknownCode:
@@ -104,6 +104,9 @@ public enum GatewayError: Error, Sendable {
 }
 
 extension GatewayError {
+    /// -32050, `unavailable`: the code clients retry with the same request (API.md).
+    static let unavailableCode = -32050
+
     /// Classifies a repository failure. Not-found and conflict messages come from the store and name only ids the
     /// client sent.
     init(_ error: StoreError) {

@@ -119,7 +119,7 @@ enum HTTPErrors {
     /// (never a secret: the same text a JSON-RPC client gets). Logs the gateway's own failures.
     static func response(for error: any Error, route: String, gateway: Gateway) -> HTTPResponse {
         let (rpc, detail) = renderedError(error)
-        if let detail {
+        if let detail, rpc.code != GatewayError.unavailableCode || gateway.logFailureOfOutage(detail) {
             gateway.logger.error("http request failed", ["http.route": route, "error.detail": detail])
         }
         var body: JSONObject = [
