@@ -19,8 +19,9 @@ struct RetentionService: Sendable {
     let caches: GatewayCaches
     let apple: AppleDataService
     let offers: OfferService
-    /// The answers' log, written after each answer.
-    let answers: GroupCommitWriter<RetentionAnswerRow>
+    /// The answers' log, written after each answer: the ledger's group commit (`offers.ledger`), so a record rides
+    /// with the signatures committing next.
+    var answers: LedgerWriter { offers.ledger }
     let metrics: GatewayMetrics
     let clock: @Sendable () -> Date
     let logger: Logger
@@ -186,9 +187,13 @@ struct RetentionService: Sendable {
         // The work stops a little before the budget ends, so the default message still gets out inside it.
         let budget = Duration.milliseconds(settings.budgetMs)
         let deadline = receivedAt + budget - min(.milliseconds(50), budget / 10)
-        let decided = await Self.race(until: deadline) { [self] in
-            try await decide(request, tenant: tenant, settings: settings)
-        }
+        // Queued too long already (the deadline counts from the request's arrival): nothing is started.
+        let decided: Raced<Decision> =
+            ContinuousClock.now >= deadline
+            ? .timedOut
+            : await Self.race(until: deadline) { [self] in
+                try await decide(request, tenant: tenant, settings: settings)
+            }
         let decision: Decision
         switch decided {
         case .finished(.success(let made)): decision = made
@@ -336,7 +341,7 @@ struct RetentionService: Sendable {
         let (answers, logger) = (answers, logger)
         Task {
             do {
-                try await answers.write(row)
+                try await answers.record(row)
             } catch {
                 logger.warning(
                     "a retention answer was given but not recorded",
@@ -403,12 +408,6 @@ struct RetentionService: Sendable {
 struct RetentionAnswerRow: Sendable {
     let tenant: UUID
     let answer: RetentionAnswerRecord
-}
-
-extension GroupCommitWriter where Row == RetentionAnswerRow {
-    convenience init(retention: RetentionRepository) {
-        self.init { rows in try await retention.recordAnswers(rows.map { ($0.tenant, $0.answer) }) }
-    }
 }
 
 extension RetentionService.Answer {

@@ -6,8 +6,10 @@ import Synchronization
 /// INSERT, one commit). Each `offers.sign` caller is answered only after its row committed, so no signature leaves
 /// the gateway unrecorded; under load the ledger costs one fsync per batch, not per signature. Ledger rows never
 /// conflict, so a few batches commit at once: with one, a lone early signature took the slot and the rest of a
-/// burst waited a whole commit behind it.
-typealias LedgerWriter = GroupCommitWriter<LedgerRow>
+/// burst waited a whole commit behind it. Retention Messaging answers are recorded through the same writer, after
+/// they are given: each rides in the batch of signatures committing next (one statement for both tables), instead of
+/// a second writer's commit of its own.
+typealias LedgerWriter = GroupCommitWriter<LedgerEntry>
 
 /// One ledger row: a signature and its tenant.
 struct LedgerRow: Sendable {
@@ -15,14 +17,35 @@ struct LedgerRow: Sendable {
     let signature: IssuedSignature
 }
 
-extension GroupCommitWriter where Row == LedgerRow {
+/// What the ledger's group commit writes: a signature, or the record of a retention answer.
+enum LedgerEntry: Sendable {
+    case signature(LedgerRow)
+    case retentionAnswer(RetentionAnswerRow)
+}
+
+extension GroupCommitWriter where Row == LedgerEntry {
     convenience init(ledger: SignatureLedger) {
-        self.init { rows in try await ledger.recordBatch(rows.map { ($0.tenant, $0.signature) }) }
+        self.init { entries in
+            var signatures: [(tenant: UUID, signature: IssuedSignature)] = []
+            var answers: [(tenant: UUID, answer: RetentionAnswerRecord)] = []
+            for entry in entries {
+                switch entry {
+                case .signature(let row): signatures.append((row.tenant, row.signature))
+                case .retentionAnswer(let row): answers.append((row.tenant, row.answer))
+                }
+            }
+            try await ledger.recordBatch(signatures, retentionAnswers: answers)
+        }
     }
 
     /// Returns once the row is committed (or throws what the database said).
     func record(tenant: UUID, _ signature: IssuedSignature) async throws {
-        try await write(LedgerRow(tenant: tenant, signature: signature))
+        try await write(.signature(LedgerRow(tenant: tenant, signature: signature)))
+    }
+
+    /// Returns once the answer's record is committed (with the batch of signatures it joined).
+    func record(_ answer: RetentionAnswerRow) async throws {
+        try await write(.retentionAnswer(answer))
     }
 }
 
