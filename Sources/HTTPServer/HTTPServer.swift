@@ -113,9 +113,12 @@ final class Listener: @unchecked Sendable {
     private var retained: Unmanaged<Listener>?
     private var timer: DispatchSourceTimer?
     let deadlines: Mutex<RequestDeadlines<Int32>>
-    /// Handler tasks by token, so shutdown can cancel them; `stopped` is set before the daemon stops, after which no
-    /// connection is resumed (it would no longer exist).
+    /// Handler tasks by token, so shutdown can cancel them.
     private let handlers = Mutex<Handlers>(Handlers())
+    /// Set before the daemon stops, after which no connection is resumed (it would no longer exist); held while a
+    /// connection is resumed. A lock of its own, so resuming (a system call) never holds up libmicrohttpd's threads
+    /// storing new handlers.
+    private let stopped = Mutex<Bool>(false)
     let handlersRunning = LiveCount()
 
     struct Handlers {
@@ -123,7 +126,6 @@ final class Listener: @unchecked Sendable {
         /// Handlers that ended before their task was stored (so it is not stored at all).
         var endedEarly: Set<UInt64> = []
         var next: UInt64 = 0
-        var stopped = false
     }
 
     init(server: HTTPServer, address: ListenAddress) {
@@ -175,7 +177,7 @@ final class Listener: @unchecked Sendable {
     }
 
     func stop() {
-        handlers.withLock { $0.stopped = true }
+        stopped.withLock { $0 = true }
         timer?.cancel()
         if let daemon { MHD_stop_daemon(daemon) }
         daemon = nil
@@ -200,7 +202,9 @@ final class Listener: @unchecked Sendable {
             pending.response.withLock { $0 = response }
             self.handlers.withLock { h in
                 if h.running.removeValue(forKey: token) == nil { h.endedEarly.insert(token) }
-                if !h.stopped { MHD_resume_connection(connection.pointer) }
+            }
+            self.stopped.withLock { stopped in
+                if !stopped { MHD_resume_connection(connection.pointer) }
             }
             self.handlersRunning.decrement()
         }

@@ -338,15 +338,11 @@ struct RetentionService: Sendable {
                 environment: request.environment.rawValue, kind: outcome.answer.kind,
                 messageId: decision.answer.messageId, offerId: decision.offerId, productId: decision.productId,
                 nonce: decision.nonce, fallbackReason: decision.reason, latencyMicros: micros))
-        let (answers, logger) = (answers, logger)
-        Task {
-            do {
-                try await answers.record(row)
-            } catch {
-                logger.warning(
-                    "a retention answer was given but not recorded",
-                    ["tenant": tenant.slug, "request.id": request.requestIdentifier.uuidString.lowercased()])
-            }
+        let logger = logger
+        answers.record(row) { _ in
+            logger.warning(
+                "a retention answer was given but not recorded",
+                ["tenant": tenant.slug, "request.id": request.requestIdentifier.uuidString.lowercased()])
         }
     }
 

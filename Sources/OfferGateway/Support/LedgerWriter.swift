@@ -43,9 +43,12 @@ extension GroupCommitWriter where Row == LedgerEntry {
         try await write(.signature(LedgerRow(tenant: tenant, signature: signature)))
     }
 
-    /// Returns once the answer's record is committed (with the batch of signatures it joined).
-    func record(_ answer: RetentionAnswerRow) async throws {
-        try await write(.retentionAnswer(answer))
+    /// Queues an answer's record, to be committed with the batch of signatures it joins; `failed` is told if it
+    /// could not be.
+    func record(_ answer: RetentionAnswerRow, failed: @escaping @Sendable (any Error) -> Void) {
+        submit(.retentionAnswer(answer)) { result in
+            if case .failure(let error) = result { failed(error) }
+        }
     }
 }
 
@@ -58,7 +61,8 @@ extension GroupCommitWriter where Row == LedgerEntry {
 final class GroupCommitWriter<Row: Sendable>: Sendable {
     private struct Pending: Sendable {
         let row: Row
-        let continuation: CheckedContinuation<Void, any Error>
+        /// Told once the row's batch committed, or what went wrong.
+        let done: @Sendable (Result<Void, any Error>) -> Void
     }
 
     private struct State {
@@ -80,17 +84,23 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     /// Returns once the row is committed (or throws what the database said).
     func write(_ row: Row) async throws {
         try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(row: row, continuation: continuation)
-            let action = state.withLock { state -> GroupCommitBatcher<Pending>.Action? in
-                guard !state.finished else { return nil }
-                return state.batcher.submit(pending)
-            }
-            guard let action else {
-                continuation.resume(throwing: Self.stopped)
-                return
-            }
-            hand(action)
+            submit(row) { continuation.resume(with: $0) }
         }
+    }
+
+    /// Queues the row and returns at once; `done` is told once it is committed, or what went wrong (for rows whose
+    /// writer need not wait, without a task of their own).
+    func submit(_ row: Row, done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let pending = Pending(row: row, done: done)
+        let action = state.withLock { state -> GroupCommitBatcher<Pending>.Action? in
+            guard !state.finished else { return nil }
+            return state.batcher.submit(pending)
+        }
+        guard let action else {
+            done(.failure(Self.stopped))
+            return
+        }
+        hand(action)
     }
 
     /// Commits the batches handed to it, at most `maxInFlight` at once, until `finish()` and the last batch.
@@ -114,9 +124,9 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     private func commit(_ batch: [Pending]) async {
         do {
             try await commitRows(batch.map(\.row))
-            for pending in batch { pending.continuation.resume() }
+            for pending in batch { pending.done(.success(())) }
         } catch {
-            for pending in batch { pending.continuation.resume(throwing: error) }
+            for pending in batch { pending.done(.failure(error)) }
         }
         let (next, drained) = state.withLock { state in
             let next = state.batcher.batchFinished()
@@ -129,7 +139,7 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     private func hand(_ action: GroupCommitBatcher<Pending>.Action) {
         guard case .commit(let batch) = action else { return }
         if case .terminated = batchesIn.yield(batch) {
-            for pending in batch { pending.continuation.resume(throwing: Self.stopped) }
+            for pending in batch { pending.done(.failure(Self.stopped)) }
         }
     }
 
