@@ -86,7 +86,9 @@ struct RetentionHTTPTests {
 }
 
 extension RetentionHTTPTests {
-    @Test("the budget counts from the request's arrival at the listener: a request queued past it gets the default message")
+    @Test(
+        "the budget counts from the request's arrival at the listener: a request queued past it gets the default message"
+    )
     func budgetCountsFromArrival() async throws {
         try await RetentionTests.withRetention { app, _ in
             let original = "4000000000000120"

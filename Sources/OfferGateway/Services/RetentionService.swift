@@ -11,7 +11,8 @@ import Synchronization
 /// that has an approved message, signed as a V2 JWS whose `transactionId` is the request's `originalTransactionId`
 /// (as `offers.sign` signs, ledger row included); else the first configured alternate product of the same group;
 /// else the default message. Past the budget, or on any failure after the request was verified (the database down
-/// included), the default message. Every answer is recorded after it is given (group commit), never before.
+/// included), the default message. Every answer is recorded once decided, the answer never waiting for it (the record
+/// rides in the ledger's group commit with the signatures committing next).
 ///
 /// HTTP stays out: the route maps `answer`'s errors (`AppleSignedDataError` → 400, -32004 → 404, -32050 → 503).
 struct RetentionService: Sendable {
