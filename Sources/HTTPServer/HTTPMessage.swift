@@ -13,16 +13,20 @@ public struct HTTPRequest: Sendable {
     public let body: [UInt8]
     /// The listen address the request came through.
     public let listenAddress: ListenAddress
+    /// When the listener first knew of the request (its request line and header fields had arrived, before its body
+    /// and before any queueing in this process): deadlines that must hold for the caller count from here.
+    public let receivedAt: ContinuousClock.Instant
 
     public init(
         method: String, path: String, headers: [(name: String, value: String)], body: [UInt8],
-        listenAddress: ListenAddress
+        listenAddress: ListenAddress, receivedAt: ContinuousClock.Instant = .now
     ) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
         self.listenAddress = listenAddress
+        self.receivedAt = receivedAt
     }
 
     /// The first value of a header (`name` lowercase).

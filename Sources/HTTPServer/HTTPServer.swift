@@ -113,15 +113,19 @@ final class Listener: @unchecked Sendable {
     private var retained: Unmanaged<Listener>?
     private var timer: DispatchSourceTimer?
     let deadlines: Mutex<RequestDeadlines<Int32>>
-    /// Handler tasks by token, so shutdown can cancel them; `stopped` is set before the daemon stops, after which no
-    /// connection is resumed (it would no longer exist).
+    /// Handler tasks by token, so shutdown can cancel them.
     private let handlers = Mutex<Handlers>(Handlers())
+    /// Set before the daemon stops, after which no connection is resumed (it would no longer exist); held while a
+    /// connection is resumed. A lock of its own, so resuming (a system call) never holds up libmicrohttpd's threads
+    /// storing new handlers.
+    private let stopped = Mutex<Bool>(false)
     let handlersRunning = LiveCount()
 
     struct Handlers {
         var running: [UInt64: Task<Void, Never>] = [:]
+        /// Handlers that ended before their task was stored (so it is not stored at all).
+        var endedEarly: Set<UInt64> = []
         var next: UInt64 = 0
-        var stopped = false
     }
 
     init(server: HTTPServer, address: ListenAddress) {
@@ -173,7 +177,7 @@ final class Listener: @unchecked Sendable {
     }
 
     func stop() {
-        handlers.withLock { $0.stopped = true }
+        stopped.withLock { $0 = true }
         timer?.cancel()
         if let daemon { MHD_stop_daemon(daemon) }
         daemon = nil
@@ -182,22 +186,30 @@ final class Listener: @unchecked Sendable {
     }
 
     /// Runs the handler for a complete request on a task; resumes the connection with its response.
+    ///
+    /// The task is created outside the lock (creating it inside made libmicrohttpd's threads and the handlers that
+    /// end contend for it); a handler that ends before its task is stored leaves its token in `endedEarly`, so the
+    /// task is then not stored at all.
     func dispatch(_ request: HTTPRequest, pending: PendingRequest, connection: ConnectionHandle) {
         handlersRunning.increment()
         let handler = server.handler
-        // Created under the lock that its end also takes, so it is stored before it can remove itself.
-        handlers.withLock { h in
-            let token = h.next
-            h.next += 1
-            h.running[token] = Task {
-                let response = await handler(request)
-                pending.response.withLock { $0 = response }
-                self.handlers.withLock { h in
-                    h.running[token] = nil
-                    if !h.stopped { MHD_resume_connection(connection.pointer) }
-                }
-                self.handlersRunning.decrement()
+        let token = handlers.withLock { h in
+            defer { h.next += 1 }
+            return h.next
+        }
+        let task = Task {
+            let response = await handler(request)
+            pending.response.withLock { $0 = response }
+            self.handlers.withLock { h in
+                if h.running.removeValue(forKey: token) == nil { h.endedEarly.insert(token) }
             }
+            self.stopped.withLock { stopped in
+                if !stopped { MHD_resume_connection(connection.pointer) }
+            }
+            self.handlersRunning.decrement()
+        }
+        handlers.withLock { h in
+            if h.endedEarly.remove(token) == nil { h.running[token] = task }
         }
     }
 }
@@ -218,6 +230,9 @@ final class PendingRequest: @unchecked Sendable {
     enum Phase { case receiving, handling }
 
     let fd: Int32
+    /// When the listener first knew of the request: its request line and header fields had arrived (the access
+    /// handler's first call). Time queued in this process after it counts against any deadline measured from here.
+    let receivedAt = ContinuousClock.now
     var phase = Phase.receiving
     var method = ""
     var path = ""
@@ -248,11 +263,17 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         conCls.pointee = Unmanaged.passRetained(pending).toOpaque()
         listener.server.activeRequests.increment()
         pending.method = method.map { String(cString: $0) } ?? ""
-        pending.headers = headerFields(connection)
+        let (fields, folded) = headerFields(connection)
+        pending.headers = fields
         if let url, let path = String(validatingCString: url) {
             pending.path = path
         } else {
             pending.refusal = Refusal(400, reason: "invalid_path", message: "the path is not valid UTF-8")
+        }
+        if pending.refusal == nil && folded {
+            // RFC 9112 §5.2: a server must reject obs-fold (or replace it with spaces, which libmicrohttpd does not).
+            pending.refusal = Refusal(
+                400, reason: "obsolete_line_folding", message: "a header field continues on the next line (obs-fold)")
         }
         if pending.refusal == nil { pending.refusal = framingRefusal(pending.headers, listener.configuration) }
         if let refusal = pending.refusal {
@@ -289,7 +310,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         listener.deadlines.withLock { $0.handling(pending.fd) }
         let request = HTTPRequest(
             method: pending.method, path: pending.path, headers: pending.headers, body: pending.body,
-            listenAddress: listener.address)
+            listenAddress: listener.address, receivedAt: pending.receivedAt)
         pending.body = []
         MHD_suspend_connection(connection)
         listener.dispatch(request, pending: pending, connection: ConnectionHandle(pointer: connection))
@@ -347,25 +368,37 @@ private func framingRefusal(_ headers: [(name: String, value: String)], _ config
     return nil
 }
 
-/// The request's header fields, names lowercased.
-private func headerFields(_ connection: OpaquePointer) -> [(name: String, value: String)] {
+/// The request's header fields, names lowercased, and whether libmicrohttpd unfolded an obs-fold line into one.
+///
+/// libmicrohttpd 0.9.75 accepts obs-fold (a field line continued on the next line, which starts with a space or a
+/// tab) and glues the continuation onto the previous field's *name*: it copies that name to a new block of the
+/// connection's memory pool, which lies after the read buffer where every field value stays. So a field whose name
+/// lies after its value in memory is one libmicrohttpd unfolded; every other field has its name before its value,
+/// on its own line of the read buffer. Nothing here reads the request's bytes: the check compares the addresses
+/// libmicrohttpd hands over (decision 008). A later libmicrohttpd that handles obs-fold itself never trips it.
+private func headerFields(_ connection: OpaquePointer) -> (fields: [(name: String, value: String)], folded: Bool) {
     final class Collected {
         var fields: [(name: String, value: String)] = []
+        var folded = false
     }
     let collected = Collected()
     withExtendedLifetime(collected) {
-        _ = MHD_get_connection_values(
+        _ = MHD_get_connection_values_n(
             connection, OG_MHD_HEADER_KIND,
-            { cls, _, key, value in
+            { cls, _, key, keySize, value, valueSize in
                 guard let cls, let key else { return OG_MHD_YES }
                 let box = Unmanaged<Collected>.fromOpaque(cls).takeUnretainedValue()
-                let name = String(cString: key)
-                let text = value.map { String(cString: $0) } ?? ""
+                let name = String(decoding: UnsafeRawBufferPointer(start: key, count: keySize), as: UTF8.self)
+                var text = ""
+                if let value {
+                    text = String(decoding: UnsafeRawBufferPointer(start: value, count: valueSize), as: UTF8.self)
+                    if UInt(bitPattern: value) < UInt(bitPattern: key) + UInt(keySize) { box.folded = true }
+                }
                 box.fields.append((name.lowercased(), text))
                 return OG_MHD_YES
             }, Unmanaged.passUnretained(collected).toOpaque())
     }
-    return collected.fields
+    return (collected.fields, collected.folded)
 }
 
 /// Queues `response` on `connection` (from libmicrohttpd's thread, inside the access handler, as it requires).

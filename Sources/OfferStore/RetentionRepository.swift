@@ -149,27 +149,24 @@ public struct RetentionRepository: Sendable {
         }
     }
 
-    /// Records answers (of any tenants) in one statement and one commit.
-    public func recordAnswers(_ rows: [(tenant: UUID, answer: RetentionAnswerRecord)]) async throws(StoreError) {
-        guard !rows.isEmpty else { return }
+    /// The INSERT of answers (of any tenants) into `retention_answers`, one statement whatever their number: the
+    /// gateway writes them with its ledger rows (`SignatureLedger.recordBatch(_:retentionAnswers:)`).
+    static func insertAnswers(_ rows: [(tenant: UUID, answer: RetentionAnswerRecord)]) -> PostgresQuery {
         let a = rows.map(\.answer)
         let micros = a.map { Int64(($0.answeredAt.timeIntervalSince1970 * 1_000_000).rounded()) }
-        try await storeCall {
-            try await pool.query(
-                """
-                INSERT INTO retention_answers
-                    (tenant_id, answered_at, request_id, original_transaction_id, customer_id, environment, kind,
-                     message_id, offer_id, product_id, nonce, fallback_reason, latency_us)
-                SELECT t, to_timestamp(us::double precision / 1000000), r, o, c, e, k, m, f, p, n, w, l
-                FROM unnest(\(rows.map(\.tenant))::uuid[], \(micros)::int8[], \(a.map(\.requestId))::uuid[],
-                            \(a.map(\.originalTransactionId))::text[], \(a.map(\.customerId))::text[],
-                            \(a.map(\.environment))::text[], \(a.map(\.kind.rawValue))::text[],
-                            \(a.map(\.messageId))::text[], \(a.map(\.offerId))::text[], \(a.map(\.productId))::text[],
-                            \(a.map(\.nonce))::uuid[], \(a.map(\.fallbackReason))::text[],
-                            \(a.map(\.latencyMicros))::int8[])
-                    AS x(t, us, r, o, c, e, k, m, f, p, n, w, l)
-                """, prepared: true)
-        }
+        return """
+            INSERT INTO retention_answers
+                (tenant_id, answered_at, request_id, original_transaction_id, customer_id, environment, kind,
+                 message_id, offer_id, product_id, nonce, fallback_reason, latency_us)
+            SELECT t, to_timestamp(us::double precision / 1000000), r, o, c, e, k, m, f, p, n, w, l
+            FROM unnest(\(rows.map(\.tenant))::uuid[], \(micros)::int8[], \(a.map(\.requestId))::uuid[],
+                        \(a.map(\.originalTransactionId))::text[], \(a.map(\.customerId))::text[],
+                        \(a.map(\.environment))::text[], \(a.map(\.kind.rawValue))::text[],
+                        \(a.map(\.messageId))::text[], \(a.map(\.offerId))::text[], \(a.map(\.productId))::text[],
+                        \(a.map(\.nonce))::uuid[], \(a.map(\.fallbackReason))::text[],
+                        \(a.map(\.latencyMicros))::int8[])
+                AS x(t, us, r, o, c, e, k, m, f, p, n, w, l)
+            """
     }
 
     /// The tenant's most recent answers, newest first (for operators and tests).

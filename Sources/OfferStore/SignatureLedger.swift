@@ -46,24 +46,46 @@ public struct SignatureLedger: Sendable {
     /// Records many signatures (of any tenants) in one statement and one commit: the group commit of
     /// `offers.sign`, so the ledger costs one fsync per batch instead of one per signature.
     public func recordBatch(_ rows: [(tenant: UUID, signature: IssuedSignature)]) async throws(StoreError) {
-        guard !rows.isEmpty else { return }
-        let micros = rows.map { Int64(($0.signature.issuedAt.timeIntervalSince1970 * 1_000_000).rounded()) }
-        try await storeCall {
-            try await pool.query(
+        try await recordBatch(rows, retentionAnswers: [])
+    }
+
+    /// Records signatures and Retention Messaging answers (of any tenants) in one statement and one commit: the
+    /// gateway's one group commit carries both, so an answer's record rides with the signatures committing next
+    /// instead of costing a commit of its own.
+    public func recordBatch(
+        _ rows: [(tenant: UUID, signature: IssuedSignature)],
+        retentionAnswers answers: [(tenant: UUID, answer: RetentionAnswerRecord)]
+    ) async throws(StoreError) {
+        let query: PostgresQuery
+        switch (rows.isEmpty, answers.isEmpty) {
+        case (true, true): return
+        case (false, true): query = Self.insert(rows)
+        case (true, false): query = RetentionRepository.insertAnswers(answers)
+        case (false, false):
+            query = """
+                WITH s AS (\(query: Self.insert(rows))), a AS (\(query: RetentionRepository.insertAnswers(answers)))
+                SELECT 1
                 """
-                INSERT INTO issued_signatures
-                    (tenant_id, nonce, format, key_id, customer_id, product_id, offer_id, app_account_token,
-                     transaction_id, issued_at, redemption_id, signed_offer)
-                SELECT t, n, f, k, c, p, o, a, x, to_timestamp(us::double precision / 1000000), rd, so::jsonb
-                FROM unnest(\(rows.map(\.tenant))::uuid[], \(rows.map(\.signature.nonce))::uuid[],
-                            \(rows.map(\.signature.format.rawValue))::text[], \(rows.map(\.signature.keyId))::text[],
-                            \(rows.map(\.signature.customerId))::text[], \(rows.map(\.signature.productId))::text[],
-                            \(rows.map(\.signature.offerId))::text[], \(rows.map(\.signature.appAccountToken))::text[],
-                            \(rows.map(\.signature.transactionId))::text[], \(micros)::int8[],
-                            \(rows.map(\.signature.redemptionId))::uuid[], \(rows.map(\.signature.signedOffer))::text[])
-                    AS r(t, n, f, k, c, p, o, a, x, us, rd, so)
-                """, prepared: true)
         }
+        try await storeCall { try await pool.query(query, prepared: true) }
+    }
+
+    /// The INSERT of `rows` into the ledger (one statement, whatever their number).
+    static func insert(_ rows: [(tenant: UUID, signature: IssuedSignature)]) -> PostgresQuery {
+        let micros = rows.map { Int64(($0.signature.issuedAt.timeIntervalSince1970 * 1_000_000).rounded()) }
+        return """
+            INSERT INTO issued_signatures
+                (tenant_id, nonce, format, key_id, customer_id, product_id, offer_id, app_account_token,
+                 transaction_id, issued_at, redemption_id, signed_offer)
+            SELECT t, n, f, k, c, p, o, a, x, to_timestamp(us::double precision / 1000000), rd, so::jsonb
+            FROM unnest(\(rows.map(\.tenant))::uuid[], \(rows.map(\.signature.nonce))::uuid[],
+                        \(rows.map(\.signature.format.rawValue))::text[], \(rows.map(\.signature.keyId))::text[],
+                        \(rows.map(\.signature.customerId))::text[], \(rows.map(\.signature.productId))::text[],
+                        \(rows.map(\.signature.offerId))::text[], \(rows.map(\.signature.appAccountToken))::text[],
+                        \(rows.map(\.signature.transactionId))::text[], \(micros)::int8[],
+                        \(rows.map(\.signature.redemptionId))::uuid[], \(rows.map(\.signature.signedOffer))::text[])
+                AS r(t, n, f, k, c, p, o, a, x, us, rd, so)
+            """
     }
 
     /// The latest signature made for a live (not rolled back) redemption in `format` since `since`, not yet used for

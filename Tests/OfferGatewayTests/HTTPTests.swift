@@ -137,13 +137,17 @@ struct HTTPTests {
             let before = try await rows()
             guard case .tcp(let host, let port) = gw.http else { return }
             let outcome = try await runHTTPScript(
-                "http_hostile.py", [host, String(port), "web-app", "2"], timeout: .seconds(180))
+                "http_hostile.py", [host, String(port), "web-app", "2", TestGateway.adminKey], timeout: .seconds(180))
             #expect(outcome.status == 0, "\(outcome)")
+            // The obs-fold requests each carried a tenants.create: none was stored; their unfolded twin was.
+            let slugs = try await gw.count("SELECT count(*)::int8 FROM tenants WHERE slug LIKE 'folded-%'")
+            #expect(slugs == 0, "a request with obs-fold was acted on")
+            #expect(try await gw.count("SELECT count(*)::int8 FROM tenants WHERE slug = 'unfolded-control'") == 1)
             // Alive: every route still answers, on new connections, over both transports.
             let client = try HTTPRPCClient(gw, apiKey: key)
             #expect(try await client.call(method: "catalog.get")["groups"]?.arrayValue?.count == 1)
             #expect(try await admin.call(method: "system.health")["status"]?.stringValue == "ok")
-            #expect(try await rows() == before, "nothing stored")
+            #expect(try await rows() == [before[0] + 1] + before.dropFirst(), "nothing stored but the control tenant")
             #expect(gw.logs.all.contains { $0.contains("http request timed out") }, "the slow header was cut")
         }
     }

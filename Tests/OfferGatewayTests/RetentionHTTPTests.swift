@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClient
+import HTTPServer
 import JSONRPC
 import OfferCrypto
 import OfferTestSupport
@@ -80,6 +81,51 @@ struct RetentionHTTPTests {
             #expect(metrics.contains(#"offergate_retention_answers_total{kind="message",reason="no_customer"} 1"#))
             #expect(metrics.contains(#"offergate_retention_answer_duration_seconds_count{kind="promotionalOffer"} 1"#))
             #expect(metrics.contains(#"offergate_http_requests_total{route="apple_retention",status="400"} 3"#))
+        }
+    }
+}
+
+extension RetentionHTTPTests {
+    @Test(
+        "the budget counts from the request's arrival at the listener: a request queued past it gets the default message"
+    )
+    func budgetCountsFromArrival() async throws {
+        try await RetentionTests.withRetention { app, _ in
+            let original = "4000000000000120"
+            try await app.atRisk(token: UUID().uuidString.lowercased(), original: original)
+            // A generous budget first, so that the unqueued answer is an offer even on a loaded machine.
+            try await app.configureRetention(offers: [("promo.free", RetentionTests.freeMessage)], budgetMs: 10_000)
+            let path = "/v1/apple/\(app.slug)/retention"
+            func post(_ connection: HTTPConnection) async throws -> JSONValue {
+                let response = try await connection.send(
+                    "POST", path, headers: [("Content-Type", "application/json")],
+                    body: RetentionTests.body(try app.signed(app.retentionPayload(original: original))))
+                #expect(response.status == 200, "\(response.text)")
+                return try JSONParsing.parse(response.body)
+            }
+            // Unqueued, the subscriber gets the signed offer.
+            let direct = try await post(try app.gateway.httpConnection())
+            #expect(direct["promotionalOffer"] != nil, "\(direct)")
+            let budget = Duration.milliseconds(300)
+            try await app.configureRetention(offers: [("promo.free", RetentionTests.freeMessage)], budgetMs: 300)
+
+            // A listener whose handler queue holds each request until its whole budget has passed since it arrived,
+            // then hands it to the same routes: the time queued counts, so the answer is the default message.
+            let router = HTTPRouter(gateway: app.gateway.service.gateway)
+            let queued = HTTPServer { request in
+                try? await Task.sleep(until: request.receivedAt + budget, clock: .continuous)
+                return await router.respond(request)
+            }
+            guard case .tcp(let host, let port) = try queued.listen(.tcp(host: "127.0.0.1", port: 0)) else { return }
+            let connection = try HTTPConnection(HTTPEndpoint(baseURL: "http://\(host):\(port)"), timeout: .seconds(60))
+            let late = try await post(connection)
+            await queued.shutdown(gracePeriod: .seconds(5))
+            #expect(late == ["message": ["messageIdentifier": .string(RetentionTests.defaultMessage)]], "\(late)")
+            let answers = try await app.recordedAnswers(count: 2)
+            let recorded = try #require(answers.first { $0.fallbackReason == "budget_exceeded" }, "\(answers)")
+            // Its recorded latency runs from the arrival, so it covers the time queued: at least the budget.
+            #expect(recorded.latencyMicros >= 300_000, "\(recorded)")
+            #expect(recorded.kind == .message && recorded.offerId == nil)
         }
     }
 }

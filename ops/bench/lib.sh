@@ -33,6 +33,11 @@ bench_cleanup() {
 }
 
 bench_build() {
+    # BENCH_BIN=DIR: binaries built already (e.g. an older commit's, to compare side by side); no build.
+    if [ -n "${BENCH_BIN:-}" ]; then
+        offergate="$BENCH_BIN/offergate"; offer_load="$BENCH_BIN/offer-load"
+        return 0
+    fi
     swift build -c release --product offergate >&2
     swift build -c release --product offer-load >&2
     bin="$(swift build -c release --show-bin-path)"

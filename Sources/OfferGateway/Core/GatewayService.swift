@@ -23,14 +23,12 @@ public final class GatewayService: Sendable {
     private let parts = Mutex<[Part: Task<Void, Never>]>([:])
 
     private enum Part: Hashable {
-        /// The issued-signature ledger's group commit (`LedgerWriter.run`).
+        /// The issued-signature ledger's group commit (`LedgerWriter.run`), which records retention answers too.
         case ledger
         /// Re-sealing signing keys under the current master key, when older ones are configured.
         case resealing
         /// Flushing the funnel's in-memory `offered` counts (`OfferedCounter.run`).
         case funnel
-        /// The retention answers' log (group commit, written after each answer).
-        case retentionAnswers
     }
 
     /// `changeFeedBufferSize`: changes the feed holds for a consumer that fell behind before it tells it to drop
@@ -93,8 +91,6 @@ public final class GatewayService: Sendable {
             guard parts.isEmpty else { return }
             parts[.ledger] = Task { await ledger.run() }
             parts[.funnel] = Task { await offered.run() }
-            let answers = gateway.services.retention.answers
-            parts[.retentionAnswers] = Task { await answers.run() }
             if resealing {
                 parts[.resealing] = Task {
                     do {
@@ -167,8 +163,6 @@ public final class GatewayService: Sendable {
         running[.funnel]?.cancel()
         await running[.funnel]?.value
         await gateway.services.offers.offered.flush()
-        gateway.services.retention.answers.finish()
-        await running[.retentionAnswers]?.value
         await stopFollowing()
         await database.close()
     }

@@ -9,11 +9,11 @@ import JSONRPC
 /// when neither the tenant nor its configuration can be read (Apple then shows its own default).
 enum RetentionRoute {
     @Sendable static func handle(_ request: RouteRequest) async -> HTTPResponse {
-        // The budget counts from here: the listener hands the request over once its body is complete.
-        let received = ContinuousClock.now
+        // The budget counts from the request's arrival at the listener: time queued in this process counts too.
         do {
             let outcome = try await request.services.retention.answer(
-                tenant: request.parameters["tenant"] ?? "", body: request.http.body, receivedAt: received)
+                tenant: request.parameters["tenant"] ?? "", body: request.http.body,
+                receivedAt: request.http.receivedAt)
             return .json(200, JSONSerializer.serialize(Wire.retentionAnswer(outcome.answer)))
         } catch {
             return HTTPErrors.response(for: error, route: "apple_retention", gateway: request.gateway)

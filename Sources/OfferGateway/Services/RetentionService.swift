@@ -11,7 +11,8 @@ import Synchronization
 /// that has an approved message, signed as a V2 JWS whose `transactionId` is the request's `originalTransactionId`
 /// (as `offers.sign` signs, ledger row included); else the first configured alternate product of the same group;
 /// else the default message. Past the budget, or on any failure after the request was verified (the database down
-/// included), the default message. Every answer is recorded after it is given (group commit), never before.
+/// included), the default message. Every answer is recorded once decided, the answer never waiting for it (the record
+/// rides in the ledger's group commit with the signatures committing next).
 ///
 /// HTTP stays out: the route maps `answer`'s errors (`AppleSignedDataError` → 400, -32004 → 404, -32050 → 503).
 struct RetentionService: Sendable {
@@ -19,8 +20,9 @@ struct RetentionService: Sendable {
     let caches: GatewayCaches
     let apple: AppleDataService
     let offers: OfferService
-    /// The answers' log, written after each answer.
-    let answers: GroupCommitWriter<RetentionAnswerRow>
+    /// The answers' log, written after each answer: the ledger's group commit (`offers.ledger`), so a record rides
+    /// with the signatures committing next.
+    var answers: LedgerWriter { offers.ledger }
     let metrics: GatewayMetrics
     let clock: @Sendable () -> Date
     let logger: Logger
@@ -186,9 +188,13 @@ struct RetentionService: Sendable {
         // The work stops a little before the budget ends, so the default message still gets out inside it.
         let budget = Duration.milliseconds(settings.budgetMs)
         let deadline = receivedAt + budget - min(.milliseconds(50), budget / 10)
-        let decided = await Self.race(until: deadline) { [self] in
-            try await decide(request, tenant: tenant, settings: settings)
-        }
+        // Queued too long already (the deadline counts from the request's arrival): nothing is started.
+        let decided: Raced<Decision> =
+            ContinuousClock.now >= deadline
+            ? .timedOut
+            : await Self.race(until: deadline) { [self] in
+                try await decide(request, tenant: tenant, settings: settings)
+            }
         let decision: Decision
         switch decided {
         case .finished(.success(let made)): decision = made
@@ -333,15 +339,11 @@ struct RetentionService: Sendable {
                 environment: request.environment.rawValue, kind: outcome.answer.kind,
                 messageId: decision.answer.messageId, offerId: decision.offerId, productId: decision.productId,
                 nonce: decision.nonce, fallbackReason: decision.reason, latencyMicros: micros))
-        let (answers, logger) = (answers, logger)
-        Task {
-            do {
-                try await answers.write(row)
-            } catch {
-                logger.warning(
-                    "a retention answer was given but not recorded",
-                    ["tenant": tenant.slug, "request.id": request.requestIdentifier.uuidString.lowercased()])
-            }
+        let logger = logger
+        answers.record(row) { _ in
+            logger.warning(
+                "a retention answer was given but not recorded",
+                ["tenant": tenant.slug, "request.id": request.requestIdentifier.uuidString.lowercased()])
         }
     }
 
@@ -403,12 +405,6 @@ struct RetentionService: Sendable {
 struct RetentionAnswerRow: Sendable {
     let tenant: UUID
     let answer: RetentionAnswerRecord
-}
-
-extension GroupCommitWriter where Row == RetentionAnswerRow {
-    convenience init(retention: RetentionRepository) {
-        self.init { rows in try await retention.recordAnswers(rows.map { ($0.tenant, $0.answer) }) }
-    }
 }
 
 extension RetentionService.Answer {

@@ -61,7 +61,6 @@ struct Services: Sendable {
             verifier: options.appleVerifier ?? AppleDataService.builtInVerifier, ingested: stats.metrics.appleIngested)
         retention = RetentionService(
             retention: database.retention, caches: caches, apple: apple, offers: offers,
-            answers: GroupCommitWriter(retention: database.retention), metrics: stats.metrics, clock: clock,
-            logger: logger)
+            metrics: stats.metrics, clock: clock, logger: logger)
     }
 }

@@ -6,8 +6,10 @@ import Synchronization
 /// INSERT, one commit). Each `offers.sign` caller is answered only after its row committed, so no signature leaves
 /// the gateway unrecorded; under load the ledger costs one fsync per batch, not per signature. Ledger rows never
 /// conflict, so a few batches commit at once: with one, a lone early signature took the slot and the rest of a
-/// burst waited a whole commit behind it.
-typealias LedgerWriter = GroupCommitWriter<LedgerRow>
+/// burst waited a whole commit behind it. Retention Messaging answers are recorded through the same writer, after
+/// they are given: each rides in the batch of signatures committing next (one statement for both tables), instead of
+/// a second writer's commit of its own.
+typealias LedgerWriter = GroupCommitWriter<LedgerEntry>
 
 /// One ledger row: a signature and its tenant.
 struct LedgerRow: Sendable {
@@ -15,14 +17,38 @@ struct LedgerRow: Sendable {
     let signature: IssuedSignature
 }
 
-extension GroupCommitWriter where Row == LedgerRow {
+/// What the ledger's group commit writes: a signature, or the record of a retention answer.
+enum LedgerEntry: Sendable {
+    case signature(LedgerRow)
+    case retentionAnswer(RetentionAnswerRow)
+}
+
+extension GroupCommitWriter where Row == LedgerEntry {
     convenience init(ledger: SignatureLedger) {
-        self.init { rows in try await ledger.recordBatch(rows.map { ($0.tenant, $0.signature) }) }
+        self.init { entries in
+            var signatures: [(tenant: UUID, signature: IssuedSignature)] = []
+            var answers: [(tenant: UUID, answer: RetentionAnswerRecord)] = []
+            for entry in entries {
+                switch entry {
+                case .signature(let row): signatures.append((row.tenant, row.signature))
+                case .retentionAnswer(let row): answers.append((row.tenant, row.answer))
+                }
+            }
+            try await ledger.recordBatch(signatures, retentionAnswers: answers)
+        }
     }
 
     /// Returns once the row is committed (or throws what the database said).
     func record(tenant: UUID, _ signature: IssuedSignature) async throws {
-        try await write(LedgerRow(tenant: tenant, signature: signature))
+        try await write(.signature(LedgerRow(tenant: tenant, signature: signature)))
+    }
+
+    /// Queues an answer's record, to be committed with the batch of signatures it joins; `failed` is told if it
+    /// could not be.
+    func record(_ answer: RetentionAnswerRow, failed: @escaping @Sendable (any Error) -> Void) {
+        submit(.retentionAnswer(answer)) { result in
+            if case .failure(let error) = result { failed(error) }
+        }
     }
 }
 
@@ -35,7 +61,8 @@ extension GroupCommitWriter where Row == LedgerRow {
 final class GroupCommitWriter<Row: Sendable>: Sendable {
     private struct Pending: Sendable {
         let row: Row
-        let continuation: CheckedContinuation<Void, any Error>
+        /// Told once the row's batch committed, or what went wrong.
+        let done: @Sendable (Result<Void, any Error>) -> Void
     }
 
     private struct State {
@@ -57,17 +84,23 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     /// Returns once the row is committed (or throws what the database said).
     func write(_ row: Row) async throws {
         try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(row: row, continuation: continuation)
-            let action = state.withLock { state -> GroupCommitBatcher<Pending>.Action? in
-                guard !state.finished else { return nil }
-                return state.batcher.submit(pending)
-            }
-            guard let action else {
-                continuation.resume(throwing: Self.stopped)
-                return
-            }
-            hand(action)
+            submit(row) { continuation.resume(with: $0) }
         }
+    }
+
+    /// Queues the row and returns at once; `done` is told once it is committed, or what went wrong (for rows whose
+    /// writer need not wait, without a task of their own).
+    func submit(_ row: Row, done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let pending = Pending(row: row, done: done)
+        let action = state.withLock { state -> GroupCommitBatcher<Pending>.Action? in
+            guard !state.finished else { return nil }
+            return state.batcher.submit(pending)
+        }
+        guard let action else {
+            done(.failure(Self.stopped))
+            return
+        }
+        hand(action)
     }
 
     /// Commits the batches handed to it, at most `maxInFlight` at once, until `finish()` and the last batch.
@@ -91,9 +124,9 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     private func commit(_ batch: [Pending]) async {
         do {
             try await commitRows(batch.map(\.row))
-            for pending in batch { pending.continuation.resume() }
+            for pending in batch { pending.done(.success(())) }
         } catch {
-            for pending in batch { pending.continuation.resume(throwing: error) }
+            for pending in batch { pending.done(.failure(error)) }
         }
         let (next, drained) = state.withLock { state in
             let next = state.batcher.batchFinished()
@@ -106,7 +139,7 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     private func hand(_ action: GroupCommitBatcher<Pending>.Action) {
         guard case .commit(let batch) = action else { return }
         if case .terminated = batchesIn.yield(batch) {
-            for pending in batch { pending.continuation.resume(throwing: Self.stopped) }
+            for pending in batch { pending.done(.failure(Self.stopped)) }
         }
     }
 
