@@ -74,8 +74,10 @@ final class OutageLog: Sendable {
 
     /// A request that did not fail as "unavailable": once `interval` has passed since the last line, returns the
     /// count of failures not logged one by one (the outage is over); nil when there is nothing to say yet.
-    func succeeded(now: ContinuousClock.Instant = .now) -> Summary? {
+    func succeeded(now: ContinuousClock.Instant? = nil) -> Summary? {
+        // Every answer passes here: no clock read unless an outage is being counted.
         guard counting.load(ordering: .relaxed) else { return nil }
+        let now = now ?? .now
         return state.withLock { s in
             if s.suppressed == 0 {
                 counting.store(false, ordering: .relaxed)
