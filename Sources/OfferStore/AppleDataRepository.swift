@@ -331,23 +331,30 @@ public struct AppleDataRepository: Sendable {
     private static func adopt(_ tx: PostgresTransaction, tenant: UUID, chain: String, customerId: String)
         async throws -> Int
     {
-        let transactions = try await tx.query(
+        let queries = adoptQueries(tenant: tenant, chain: chain, customerId: customerId)
+        let transactions = try await tx.query(queries[0])
+        // Purchases kept unlinked so far are attributed now that their customer is known.
+        try await attribute(
+            tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
+        let renewals = try await tx.query(queries[1])
+        return transactions.count + renewals.count
+    }
+
+    /// Adoption's two statements: the chain's unlinked transactions (their ids come back), then its renewal infos.
+    static func adoptQueries(tenant: UUID, chain: String, customerId: String) -> [PostgresQuery] {
+        [
             """
             UPDATE apple_transactions SET customer_id = \(customerId)
             WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
                 AND app_account_token IS NULL
             RETURNING transaction_id
-            """)
-        // Purchases kept unlinked so far are attributed now that their customer is known.
-        try await attribute(
-            tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
-        let renewals = try await tx.query(
+            """,
             """
             UPDATE apple_renewal_infos SET customer_id = \(customerId)
             WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
             RETURNING 1
-            """)
-        return transactions.count + renewals.count
+            """,
+        ]
     }
 
     private static func lock(_ tx: PostgresTransaction, tenant: UUID, chain: String) async throws {

@@ -116,16 +116,22 @@ extension AppleDataRepository {
         let originals: [String?] = items.map {
             $0.transactions.first?.facts.originalTransactionId ?? $0.renewals.first?.facts.originalTransactionId
         }
+        // The customer a notification reaches, when its own data says (`tokenCustomers`): stored with the row, as
+        // the single path's later UPDATE would. The others get theirs from `apply`.
+        let customers: [String?] = items.map {
+            tokenCustomers($0) == nil ? nil : Set($0.transactions.compactMap(\.appAccountToken)).min()
+        }
         return """
             INSERT INTO apple_notifications
                 (tenant_id, notification_uuid, notification_type, subtype, environment, transaction_id,
-                 original_transaction_id, signed_date, jws)
-            SELECT \(tenant), u.id, u.type, u.subtype, u.environment, u.transaction_id, u.original, u.signed, u.jws
+                 original_transaction_id, customer_id, signed_date, jws)
+            SELECT \(tenant), u.id, u.type, u.subtype, u.environment, u.transaction_id, u.original, u.customer,
+                   u.signed, u.jws
             FROM unnest(\(n.map(\.notificationUUID))::uuid[], \(n.map(\.notificationType))::text[],
                         \(n.map(\.subtype))::text[], \(n.map(\.environment.rawValue))::text[],
-                        \(transactionIds)::text[], \(originals)::text[], \(n.map(\.signedDate))::timestamptz[],
-                        \(n.map(\.jws))::text[])
-                 AS u(id, type, subtype, environment, transaction_id, original, signed, jws)
+                        \(transactionIds)::text[], \(originals)::text[], \(customers)::text[],
+                        \(n.map(\.signedDate))::timestamptz[], \(n.map(\.jws))::text[])
+                 AS u(id, type, subtype, environment, transaction_id, original, customer, signed, jws)
             ORDER BY u.id
             ON CONFLICT (tenant_id, notification_uuid) DO NOTHING
             RETURNING notification_uuid
@@ -133,8 +139,8 @@ extension AppleDataRepository {
     }
 
     /// The new notifications whose customers follow from their own data (`tokenCustomers`), in one pipelined round
-    /// trip: their tokens' links (a new link adopts its chain's unlinked records first), every record's upsert (the
-    /// latest per key), the notifications' customers and attribution.
+    /// trip: their tokens' links, every record's upsert (the latest per key) and attribution; then, only when a link
+    /// is new, the adoption of its chain's unlinked records.
     private static func applyTokened(
         _ tx: PostgresTransaction, tenant: UUID, _ items: [AppleIngestBatch],
         _ tokened: [(index: Int, customerOfChain: [String: String])]
@@ -144,7 +150,6 @@ extension AppleDataRepository {
         var linkCustomers: [String] = []
         var transactions: [String: (item: Int, record: StoredAppleTransaction)] = [:]
         var renewals: [RenewalKey: (item: Int, record: StoredAppleRenewal, customer: String?)] = [:]
-        var noticed: [(UUID, String)] = []
         for (index, customerOfChain) in tokened {
             let batch = items[index]
             for t in batch.transactions {
@@ -163,9 +168,6 @@ extension AppleDataRepository {
                 if let kept = renewals[key], kept.record.facts.signedDate >= r.facts.signedDate { continue }
                 renewals[key] = (index, r, customerOfChain[r.facts.originalTransactionId])
             }
-            if let n = batch.notification, let customer = Set(batch.transactions.compactMap(\.appAccountToken)).min() {
-                noticed.append((n.notificationUUID, customer))
-            }
         }
         var queries: [PostgresQuery] = []
         if !linkChains.isEmpty { queries.append(linkAllQuery(tenant: tenant, chains: linkChains, customers: linkCustomers)) }
@@ -178,21 +180,13 @@ extension AppleDataRepository {
             queries.append(
                 upsertAllQuery(tenant: tenant, writtenRenewals.map(\.value.record), customers: writtenRenewals.map(\.value.customer)))
         }
-        if !noticed.isEmpty {
-            queries.append(
-                """
-                UPDATE apple_notifications n SET customer_id = u.customer
-                FROM unnest(\(noticed.map(\.0))::uuid[], \(noticed.map(\.1))::text[]) AS u(id, customer)
-                WHERE n.tenant_id = \(tenant) AND n.notification_uuid = u.id
-                """)
-        }
         let transactionIds = writtenTransactions.map(\.record.facts.transactionId)
         if !transactionIds.isEmpty { queries += attributionQueries(tenant: tenant, transactionIds: transactionIds) }
         let results = try await tx.pipeline(queries, prepared: true).map { try $0.get() }
         var next = 0
-        var adopted: [String] = []
+        var linked: [(chain: String, customer: String)] = []
         if !linkChains.isEmpty {
-            adopted = try results[next].map { try $0.decode(String.self, at: 0) }
+            linked = try results[next].map { try $0.decode(String.self, String.self) }
             next += 1
         }
         var changedTransactions: Set<String> = []
@@ -207,8 +201,17 @@ extension AppleDataRepository {
                 changedRenewals.insert(RenewalKey(chain: chain, environment: environment))
             }
         }
-        // Purchases kept unlinked so far are attributed now that their customer is known.
-        try await attribute(tx, tenant: tenant, transactionIds: adopted)
+        // A new link gives the chain's records kept unlinked so far (none of this group's: they all have their
+        // customer) to its customer, one round trip for all; their purchases are attributed now.
+        if !linked.isEmpty {
+            let adoption = try await tx.pipeline(
+                linked.flatMap { adoptQueries(tenant: tenant, chain: $0.chain, customerId: $0.customer) }, prepared: true
+            ).map { try $0.get() }
+            let adopted = try stride(from: 0, to: adoption.count, by: 2).flatMap { i in
+                try adoption[i].map { try $0.decode(String.self, at: 0) }
+            }
+            try await attribute(tx, tenant: tenant, transactionIds: adopted)
+        }
         return tokened.map { index, _ in
             let batch = items[index]
             let applied =
@@ -234,24 +237,13 @@ extension AppleDataRepository {
         let environment: String
     }
 
-    /// Links each chain (unique in `chains`) to its customer unless it is linked already; a new link gives the
-    /// customer the chain's unlinked records (as `adopt`). The adopted transactions' ids come back.
+    /// Links each chain (unique in `chains`) to its customer unless it is linked already; the new links come back.
     static func linkAllQuery(tenant: UUID, chains: [String], customers: [String]) -> PostgresQuery {
         """
-        WITH linked AS (
-            INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
-            SELECT \(tenant), l.chain, l.customer FROM unnest(\(chains)::text[], \(customers)::text[]) AS l(chain, customer)
-            ON CONFLICT DO NOTHING
-            RETURNING original_transaction_id, customer_id),
-        renewals AS (
-            UPDATE apple_renewal_infos r SET customer_id = linked.customer_id FROM linked
-            WHERE r.tenant_id = \(tenant) AND r.original_transaction_id = linked.original_transaction_id
-                AND r.customer_id IS NULL
-            RETURNING 1)
-        UPDATE apple_transactions t SET customer_id = linked.customer_id FROM linked
-        WHERE t.tenant_id = \(tenant) AND t.original_transaction_id = linked.original_transaction_id
-            AND t.customer_id IS NULL AND t.app_account_token IS NULL
-        RETURNING t.transaction_id
+        INSERT INTO customer_links (tenant_id, original_transaction_id, customer_id)
+        SELECT \(tenant), l.chain, l.customer FROM unnest(\(chains)::text[], \(customers)::text[]) AS l(chain, customer)
+        ON CONFLICT DO NOTHING
+        RETURNING original_transaction_id, customer_id
         """
     }
 

@@ -336,10 +336,14 @@ extension PostgresArrayLiteralElement {
                 continue
             }
             out.append(UInt8(ascii: "\""))
-            for b in bytes {
-                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
-                out.append(b)
+            // Runs without a quote or backslash are copied whole (elements may be long: Apple's JWS are 5-20 KB).
+            var start = bytes.startIndex
+            for (i, b) in zip(bytes.indices, bytes) where b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+                out.append(contentsOf: bytes[start..<i])
+                out.append(UInt8(ascii: "\\"))
+                start = i
             }
+            out.append(contentsOf: bytes[start...])
             out.append(UInt8(ascii: "\""))
         }
         out.append(UInt8(ascii: "}"))
