@@ -53,7 +53,9 @@ extension AppleDataRepository {
         let notifications = items.compactMap(\.notification)
         guard notifications.count == items.count else { throw StoreError.corrupt("a group item has no notification") }
         let chains = Set(
-            items.flatMap { $0.transactions.map(\.facts.originalTransactionId) + $0.renewals.map(\.facts.originalTransactionId) }
+            items.flatMap {
+                $0.transactions.map(\.facts.originalTransactionId) + $0.renewals.map(\.facts.originalTransactionId)
+            }
         ).sorted()
         let uuids = notifications.map(\.notificationUUID)
         // One round trip: the chains' locks (in order), the notifications' rows, and what is stored under their ids.
@@ -170,15 +172,23 @@ extension AppleDataRepository {
             }
         }
         var queries: [PostgresQuery] = []
-        if !linkChains.isEmpty { queries.append(linkAllQuery(tenant: tenant, chains: linkChains, customers: linkCustomers)) }
-        let writtenTransactions = transactions.values.sorted { $0.record.facts.transactionId < $1.record.facts.transactionId }
+        if !linkChains.isEmpty {
+            queries.append(linkAllQuery(tenant: tenant, chains: linkChains, customers: linkCustomers))
+        }
+        let writtenTransactions = transactions.values.sorted {
+            $0.record.facts.transactionId < $1.record.facts.transactionId
+        }
         if !writtenTransactions.isEmpty {
             queries.append(upsertAllQuery(tenant: tenant, writtenTransactions.map(\.record)))
         }
-        let writtenRenewals = renewals.sorted { ($0.key.chain, $0.key.environment) < ($1.key.chain, $1.key.environment) }
+        let writtenRenewals = renewals.sorted {
+            ($0.key.chain, $0.key.environment) < ($1.key.chain, $1.key.environment)
+        }
         if !writtenRenewals.isEmpty {
             queries.append(
-                upsertAllQuery(tenant: tenant, writtenRenewals.map(\.value.record), customers: writtenRenewals.map(\.value.customer)))
+                upsertAllQuery(
+                    tenant: tenant, writtenRenewals.map(\.value.record),
+                    customers: writtenRenewals.map(\.value.customer)))
         }
         let transactionIds = writtenTransactions.map(\.record.facts.transactionId)
         if !transactionIds.isEmpty { queries += attributionQueries(tenant: tenant, transactionIds: transactionIds) }
@@ -205,7 +215,8 @@ extension AppleDataRepository {
         // customer) to its customer, one round trip for all; their purchases are attributed now.
         if !linked.isEmpty {
             let adoption = try await tx.pipeline(
-                linked.flatMap { adoptQueries(tenant: tenant, chain: $0.chain, customerId: $0.customer) }, prepared: true
+                linked.flatMap { adoptQueries(tenant: tenant, chain: $0.chain, customerId: $0.customer) },
+                prepared: true
             ).map { try $0.get() }
             let adopted = try stride(from: 0, to: adoption.count, by: 2).flatMap { i in
                 try adoption[i].map { try $0.decode(String.self, at: 0) }
@@ -216,10 +227,12 @@ extension AppleDataRepository {
             let batch = items[index]
             let applied =
                 batch.transactions.filter {
-                    transactions[$0.facts.transactionId]?.item == index && changedTransactions.contains($0.facts.transactionId)
+                    transactions[$0.facts.transactionId]?.item == index
+                        && changedTransactions.contains($0.facts.transactionId)
                 }.count
                 + batch.renewals.filter {
-                    let key = RenewalKey(chain: $0.facts.originalTransactionId, environment: $0.facts.environment.rawValue)
+                    let key = RenewalKey(
+                        chain: $0.facts.originalTransactionId, environment: $0.facts.environment.rawValue)
                     return renewals[key]?.item == index && changedRenewals.contains(key)
                 }.count
             let records = batch.transactions.count + batch.renewals.count

@@ -523,7 +523,8 @@ struct AppleDataTests {
                 return answers
             }
             for (index, copies) in answers {
-                #expect(copies.filter { $0["duplicate"]?.boolValue == false }.count == 1, "notification \(index) new once")
+                #expect(
+                    copies.filter { $0["duplicate"]?.boolValue == false }.count == 1, "notification \(index) new once")
                 #expect(copies.allSatisfy { $0["customerId"]?.stringValue == token }, "every copy names the customer")
             }
             #expect(try await app.count("apple_notifications") == 24)

@@ -107,8 +107,11 @@ struct AppleNotificationGroupTests {
                 stored,
                 Self.notification(d, chain: "C1", transaction: "T2", token: token, signed: 2),
                 // Another customer's chain, and the same transaction again in a later notification (newer data).
-                Self.notification(e, chain: "C2", transaction: "T9", token: token.replacingOccurrences(of: "1", with: "2"), signed: 1),
-                Self.notification(UUID(), chain: "C2", transaction: "T9", token: token.replacingOccurrences(of: "1", with: "2"), signed: 5),
+                Self.notification(
+                    e, chain: "C2", transaction: "T9", token: token.replacingOccurrences(of: "1", with: "2"), signed: 1),
+                Self.notification(
+                    UUID(), chain: "C2", transaction: "T9", token: token.replacingOccurrences(of: "1", with: "2"),
+                    signed: 5),
             ]
             let repository = db.appleData
             for tenant in [grouped, sequential] { _ = try await repository.ingest(tenant: tenant, stored) }
