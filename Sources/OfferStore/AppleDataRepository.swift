@@ -155,6 +155,16 @@ public struct AppleDataRepository: Sendable {
             return AppleIngestOutcome(
                 duplicateNotification: true, applied: 0, duplicates: 0, customers: stored.map { [$0] } ?? [])
         }
+        return try await apply(tx, tenant: tenant, batch)
+    }
+
+    /// A batch's records, once its chains are locked and its notification (if any) is stored as new: links, the
+    /// records' upserts, the notification's customer, attribution.
+    static func apply(_ tx: PostgresTransaction, tenant: UUID, _ batch: AppleIngestBatch) async throws
+        -> AppleIngestOutcome
+    {
+        let chains = Set(batch.transactions.map(\.facts.originalTransactionId))
+            .union(batch.renewals.map(\.facts.originalTransactionId)).sorted()
         if let customerOfChain = tokenCustomers(batch) {
             return try await ingestTokened(tx, tenant: tenant, batch, customerOfChain: customerOfChain)
         }
@@ -321,23 +331,30 @@ public struct AppleDataRepository: Sendable {
     private static func adopt(_ tx: PostgresTransaction, tenant: UUID, chain: String, customerId: String)
         async throws -> Int
     {
-        let transactions = try await tx.query(
+        let queries = adoptQueries(tenant: tenant, chain: chain, customerId: customerId)
+        let transactions = try await tx.query(queries[0])
+        // Purchases kept unlinked so far are attributed now that their customer is known.
+        try await attribute(
+            tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
+        let renewals = try await tx.query(queries[1])
+        return transactions.count + renewals.count
+    }
+
+    /// Adoption's two statements: the chain's unlinked transactions (their ids come back), then its renewal infos.
+    static func adoptQueries(tenant: UUID, chain: String, customerId: String) -> [PostgresQuery] {
+        [
             """
             UPDATE apple_transactions SET customer_id = \(customerId)
             WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
                 AND app_account_token IS NULL
             RETURNING transaction_id
-            """)
-        // Purchases kept unlinked so far are attributed now that their customer is known.
-        try await attribute(
-            tx, tenant: tenant, transactionIds: try transactions.map { try $0.decode(String.self, at: 0) })
-        let renewals = try await tx.query(
+            """,
             """
             UPDATE apple_renewal_infos SET customer_id = \(customerId)
             WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
             RETURNING 1
-            """)
-        return transactions.count + renewals.count
+            """,
+        ]
     }
 
     private static func lock(_ tx: PostgresTransaction, tenant: UUID, chain: String) async throws {
@@ -346,8 +363,12 @@ public struct AppleDataRepository: Sendable {
 
     /// The lock every write to one subscription chain takes first (held to the end of the transaction).
     static func lockQuery(tenant: UUID, chain: String) -> PostgresQuery {
-        let key = "apple-chain:" + tenant.uuidString.lowercased() + ":" + chain
-        return "SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))"
+        "SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey(tenant: tenant, chain: chain)), 0))"
+    }
+
+    /// The key of a chain's lock (hashed by `hashtextextended`). Writers lock their chains sorted by chain.
+    static func lockKey(tenant: UUID, chain: String) -> String {
+        "apple-chain:" + tenant.uuidString.lowercased() + ":" + chain
     }
 
     private static func linkedCustomer(_ tx: PostgresTransaction, tenant: UUID, chain: String) async throws
@@ -383,22 +404,7 @@ public struct AppleDataRepository: Sendable {
                     \(f.offerId), \(t.offerDiscountType), \(t.offerPeriod), \(t.inAppOwnershipType),
                     \(f.revocationDate), \(t.revocationReason), \(t.revocationType), \(t.transactionType),
                     \(f.signedDate), \(t.verifiedByApple ? "verifiedChain" : "unverifiedDevelopmentData"), \(t.jws))
-            ON CONFLICT (tenant_id, transaction_id) DO UPDATE SET
-                original_transaction_id = EXCLUDED.original_transaction_id, environment = EXCLUDED.environment,
-                customer_id = COALESCE(EXCLUDED.customer_id, old.customer_id),
-                app_account_token = EXCLUDED.app_account_token, product_id = EXCLUDED.product_id,
-                subscription_group_id = EXCLUDED.subscription_group_id, purchase_date = EXCLUDED.purchase_date,
-                original_purchase_date = EXCLUDED.original_purchase_date, expires_date = EXCLUDED.expires_date,
-                offer_type = EXCLUDED.offer_type, offer_id = EXCLUDED.offer_id,
-                offer_discount_type = EXCLUDED.offer_discount_type, offer_period = EXCLUDED.offer_period,
-                in_app_ownership_type = EXCLUDED.in_app_ownership_type, revocation_date = EXCLUDED.revocation_date,
-                revocation_reason = EXCLUDED.revocation_reason, revocation_type = EXCLUDED.revocation_type,
-                transaction_type = EXCLUDED.transaction_type, signed_date = EXCLUDED.signed_date,
-                authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws, received_at = now()
-            WHERE old.signed_date < EXCLUDED.signed_date
-                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
-                    AND old.signed_date = EXCLUDED.signed_date)
-            RETURNING 1
+            \(query: .unsafeRaw(transactionConflict))
             """
     }
 
@@ -422,22 +428,48 @@ public struct AppleDataRepository: Sendable {
                     \(f.autoRenewProductId), \(f.autoRenewStatus.map { Int32(clamping: $0) }), \(f.inBillingRetry),
                     \(f.gracePeriodExpiresDate), \(r.expirationIntent), \(r.renewalDate), \(f.eligibleWinBackOfferIds),
                     \(f.billingPlan?.rawValue), \(f.signedDate), \(r.verifiedByApple ? "verifiedChain" : "unverifiedDevelopmentData"), \(r.jws))
-            ON CONFLICT (tenant_id, original_transaction_id, environment) DO UPDATE SET
-                customer_id = COALESCE(EXCLUDED.customer_id, old.customer_id), product_id = EXCLUDED.product_id,
-                auto_renew_product_id = EXCLUDED.auto_renew_product_id,
-                auto_renew_status = EXCLUDED.auto_renew_status, is_in_billing_retry = EXCLUDED.is_in_billing_retry,
-                grace_period_expires_date = EXCLUDED.grace_period_expires_date,
-                expiration_intent = EXCLUDED.expiration_intent, renewal_date = EXCLUDED.renewal_date,
-                eligible_win_back_offer_ids = EXCLUDED.eligible_win_back_offer_ids,
-                billing_plan = EXCLUDED.billing_plan,
-                signed_date = EXCLUDED.signed_date, authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws,
-                received_at = now()
-            WHERE old.signed_date < EXCLUDED.signed_date
-                OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
-                    AND old.signed_date = EXCLUDED.signed_date)
-            RETURNING 1
+            \(query: .unsafeRaw(renewalConflict))
             """
     }
+
+    /// What a transaction's upsert does on an existing row (single and multi-row forms): it moves forward only by
+    /// its own `signedDate`, or fills in a customer at the same `signedDate`. A row comes back when it changed.
+    static let transactionConflict = """
+        ON CONFLICT (tenant_id, transaction_id) DO UPDATE SET
+            original_transaction_id = EXCLUDED.original_transaction_id, environment = EXCLUDED.environment,
+            customer_id = COALESCE(EXCLUDED.customer_id, old.customer_id),
+            app_account_token = EXCLUDED.app_account_token, product_id = EXCLUDED.product_id,
+            subscription_group_id = EXCLUDED.subscription_group_id, purchase_date = EXCLUDED.purchase_date,
+            original_purchase_date = EXCLUDED.original_purchase_date, expires_date = EXCLUDED.expires_date,
+            offer_type = EXCLUDED.offer_type, offer_id = EXCLUDED.offer_id,
+            offer_discount_type = EXCLUDED.offer_discount_type, offer_period = EXCLUDED.offer_period,
+            in_app_ownership_type = EXCLUDED.in_app_ownership_type, revocation_date = EXCLUDED.revocation_date,
+            revocation_reason = EXCLUDED.revocation_reason, revocation_type = EXCLUDED.revocation_type,
+            transaction_type = EXCLUDED.transaction_type, signed_date = EXCLUDED.signed_date,
+            authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws, received_at = now()
+        WHERE old.signed_date < EXCLUDED.signed_date
+            OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
+                AND old.signed_date = EXCLUDED.signed_date)
+        RETURNING old.transaction_id
+        """
+
+    /// What a renewal info's upsert does on an existing row (as `transactionConflict`).
+    static let renewalConflict = """
+        ON CONFLICT (tenant_id, original_transaction_id, environment) DO UPDATE SET
+            customer_id = COALESCE(EXCLUDED.customer_id, old.customer_id), product_id = EXCLUDED.product_id,
+            auto_renew_product_id = EXCLUDED.auto_renew_product_id,
+            auto_renew_status = EXCLUDED.auto_renew_status, is_in_billing_retry = EXCLUDED.is_in_billing_retry,
+            grace_period_expires_date = EXCLUDED.grace_period_expires_date,
+            expiration_intent = EXCLUDED.expiration_intent, renewal_date = EXCLUDED.renewal_date,
+            eligible_win_back_offer_ids = EXCLUDED.eligible_win_back_offer_ids,
+            billing_plan = EXCLUDED.billing_plan,
+            signed_date = EXCLUDED.signed_date, authenticity = EXCLUDED.authenticity, jws = EXCLUDED.jws,
+            received_at = now()
+        WHERE old.signed_date < EXCLUDED.signed_date
+            OR (old.customer_id IS NULL AND EXCLUDED.customer_id IS NOT NULL
+                AND old.signed_date = EXCLUDED.signed_date)
+        RETURNING old.original_transaction_id, old.environment
+        """
 
     /// The columns `transactionFacts(_:)` decodes, in order.
     static let transactionColumns = """

@@ -17,7 +17,13 @@ import Postgres
 extension AppleDataRepository {
     static func attribute(_ tx: PostgresTransaction, tenant: UUID, transactionIds: [String]) async throws {
         guard !transactionIds.isEmpty else { return }
-        try await tx.query(
+        for query in attributionQueries(tenant: tenant, transactionIds: transactionIds) { try await tx.query(query) }
+    }
+
+    /// The statements of `attribute(_:tenant:transactionIds:)`, to run in this order (a group of notifications
+    /// pipelines them with its writes).
+    static func attributionQueries(tenant: UUID, transactionIds: [String]) -> [PostgresQuery] {
+        [
             """
             WITH candidate AS (\(query: candidates(tenant: tenant, transactionIds: transactionIds, offerType: 2))
                                AND NOT EXISTS (SELECT 1 FROM issued_signatures s WHERE s.tenant_id = \(tenant)
@@ -38,8 +44,7 @@ extension AppleDataRepository {
             UPDATE redemptions r SET purchased_at = now(), purchase_transaction_id = m.transaction_id
             FROM marked m
             WHERE r.tenant_id = \(tenant) AND r.redemption_id = m.redemption_id AND r.purchased_at IS NULL
-            """)
-        try await tx.query(
+            """,
             """
             WITH candidate AS (\(query: candidates(tenant: tenant, transactionIds: transactionIds, offerType: 3))
                                AND NOT EXISTS (SELECT 1 FROM apple_codes a WHERE a.tenant_id = \(tenant)
@@ -56,7 +61,8 @@ extension AppleDataRepository {
                 ORDER BY a.code, c.transaction_id)
             UPDATE apple_codes a SET purchased_at = now(), purchase_transaction_id = chosen.transaction_id
             FROM chosen WHERE a.tenant_id = \(tenant) AND a.code = chosen.code AND a.purchased_at IS NULL
-            """)
+            """,
+        ]
     }
 
     /// The given transactions of one Apple offer type that may attribute (see above), as `t`.

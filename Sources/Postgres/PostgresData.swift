@@ -39,6 +39,7 @@ public struct PostgresDataType: RawRepresentable, Hashable, Sendable, CustomStri
     public static let nameArray = PostgresDataType(1003)
     public static let uuidArray = PostgresDataType(2951)
     public static let numericArray = PostgresDataType(1231)
+    public static let timestamptzArray = PostgresDataType(1185)
 
     public var description: String {
         switch self {
@@ -288,8 +289,8 @@ extension Data: PostgresEncodable, PostgresDecodable {
     public static func decode(from cell: PostgresCell) throws -> Data { Data(try decodeBytea(cell)) }
 }
 
-/// Arrays: `[String]`, `[Int64]`, `[Int32]`, `[Int]`, `[UUID]`, `[Bool]` (and `[T?]` for NULL elements) are
-/// PostgreSQL arrays; `[UInt8]` is `bytea` (raw bytes, sent in binary format).
+/// Arrays: `[String]`, `[Int64]`, `[Int32]`, `[Int]`, `[UUID]`, `[Bool]`, `[Date]` (and `[T?]` for NULL elements)
+/// are PostgreSQL arrays; `[UInt8]` is `bytea` (raw bytes, sent in binary format).
 extension Array: PostgresEncodable, PostgresDecodable where Element: PostgresArrayElement {
     public static var postgresType: PostgresDataType { Element.postgresArrayType }
     public func postgresBind() -> PostgresBind { Element.postgresArrayBind(self) }
@@ -335,10 +336,14 @@ extension PostgresArrayLiteralElement {
                 continue
             }
             out.append(UInt8(ascii: "\""))
-            for b in bytes {
-                if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
-                out.append(b)
+            // Runs without a quote or backslash are copied whole (elements may be long: Apple's JWS are 5-20 KB).
+            var start = bytes.startIndex
+            for (i, b) in zip(bytes.indices, bytes) where b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+                out.append(contentsOf: bytes[start..<i])
+                out.append(UInt8(ascii: "\\"))
+                start = i
             }
+            out.append(contentsOf: bytes[start...])
             out.append(UInt8(ascii: "\""))
         }
         out.append(UInt8(ascii: "}"))
@@ -394,6 +399,13 @@ extension UUID: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .uuidArray }
     public static var postgresElementType: PostgresDataType { .uuid }
     public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.uuidArray] }
+}
+
+/// `[Date]` ⇄ `timestamptz[]`, each element as `Date` binds alone (ISO 8601 UTC with microseconds).
+extension Date: PostgresArrayLiteralElement {
+    public static var postgresArrayType: PostgresDataType { .timestamptzArray }
+    public static var postgresElementType: PostgresDataType { .timestamptz }
+    public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.timestamptzArray] }
 }
 
 extension Bool: PostgresArrayLiteralElement {

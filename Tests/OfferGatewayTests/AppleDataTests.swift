@@ -502,17 +502,30 @@ struct AppleDataTests {
                 return try app.signed(
                     app.payloads.notification(transaction: tx, renewal: renewal, signed: days(Double(-240 + 10 * i))))
             }
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for jws in notifications.reversed() {
-                    // Each notification is sent to both gateways at once (Apple retries; two gateways behind one URL).
-                    for client in clients {
+            // Each gateway takes the concurrent notifications in group commits: duplicates inside one group (both
+            // copies reach one gateway before its group commits) and across the two gateways' groups.
+            let answers = try await withThrowingTaskGroup(of: (Int, JSONValue).self) { group in
+                for (index, jws) in notifications.enumerated().reversed() {
+                    // Each notification is sent to both gateways at once (Apple retries; two gateways behind one URL),
+                    // and once more to the first.
+                    for client in clients + [clients[0]] {
                         group.addTask {
-                            _ = try await client.call(
-                                method: "appstore.notification", params: ["signedPayload": .string(jws)])
+                            (
+                                index,
+                                try await client.call(
+                                    method: "appstore.notification", params: ["signedPayload": .string(jws)])
+                            )
                         }
                     }
                 }
-                try await group.waitForAll()
+                var answers: [Int: [JSONValue]] = [:]
+                for try await (index, answer) in group { answers[index, default: []].append(answer) }
+                return answers
+            }
+            for (index, copies) in answers {
+                #expect(
+                    copies.filter { $0["duplicate"]?.boolValue == false }.count == 1, "notification \(index) new once")
+                #expect(copies.allSatisfy { $0["customerId"]?.stringValue == token }, "every copy names the customer")
             }
             #expect(try await app.count("apple_notifications") == 24)
             #expect(try await app.count("apple_transactions") == 24)

@@ -8,12 +8,20 @@ import Synchronization
 ///
 /// Redemptions (`RedemptionCoordinator`) and claims of Apple's codes (`ClaimCoordinator`) share it; each brings its
 /// own batch transaction. The database stays the arbiter between processes: each batch locks the campaign row.
-final class CampaignBatches<Request: Sendable, Receipt: Sendable>: Sendable {
-    /// Campaigns are owned per tenant and id.
-    struct Key: Hashable, Sendable {
-        let tenant: UUID
-        let campaignId: String
-    }
+typealias CampaignBatches<Request: Sendable, Receipt: Sendable> = GroupCommits<CampaignBatchKey, Request, Receipt>
+
+/// Campaigns are owned per tenant and id.
+struct CampaignBatchKey: Hashable, Sendable {
+    let tenant: UUID
+    let campaignId: String
+}
+
+/// Group commit per key: one owner per key (a `GroupCommitBatcher` behind a `Mutex`) collects the requests that
+/// arrive while its batches commit (at most `maxInFlight` at once), and hands each batch to `commitBatch`, which
+/// writes it in ONE transaction and answers every request of it. Campaigns (`CampaignBatches`) and Apple's
+/// notifications per tenant (`AppleDataService`) use it.
+final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sendable>: Sendable {
+    typealias Key = K
 
     /// Commits one batch; returns one answer per request, in order.
     typealias Commit = @Sendable (Key, [Request]) async throws -> [Result<Receipt, any Error>]
@@ -25,26 +33,30 @@ final class CampaignBatches<Request: Sendable, Receipt: Sendable>: Sendable {
 
     private let commitBatch: Commit
     private let maxBatchSize: Int
+    private let maxInFlight: Int
     private let linger: Duration?
     private let owners = Mutex<[Key: GroupCommitBatcher<Pending>]>([:])
 
     /// - Parameters:
     ///   - maxBatchSize: most requests per transaction.
-    ///   - linger: an optional window an idle campaign waits before committing its first batch (nil: commit at
+    ///   - maxInFlight: most batches of one key committing at once.
+    ///   - linger: an optional window an idle key waits before committing its first batch (nil: commit at
     ///     once; batches then form while the previous one commits).
-    init(maxBatchSize: Int, linger: Duration?, commit: @escaping Commit) {
+    init(maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, commit: @escaping Commit) {
         self.commitBatch = commit
         self.maxBatchSize = maxBatchSize
+        self.maxInFlight = maxInFlight
         self.linger = linger
     }
 
-    /// Joins the campaign's next batch; returns (or throws) the batch's answer for `request`.
+    /// Joins the key's next batch; returns (or throws) the batch's answer for `request`.
     func submit(_ request: Request, key: Key) async throws -> Receipt {
         try await withCheckedThrowingContinuation { continuation in
             let pending = Pending(request: request, continuation: continuation)
             let action = owners.withLock { owners in
                 if owners[key] == nil {
-                    owners[key] = GroupCommitBatcher(maxBatchSize: maxBatchSize, lingers: linger != nil)
+                    owners[key] = GroupCommitBatcher(
+                        maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, lingers: linger != nil)
                 }
                 return owners[key]?.submit(pending) ?? .none
             }

@@ -14,6 +14,27 @@ struct AppleDataService: Sendable {
     let verifier: AppleSignedDataVerifier
     /// `offergate_apple_data_ingested_total{type,result}`.
     let ingested: Counter
+    /// Group commit of notifications, per tenant: the notifications that arrive while a tenant's batches commit are
+    /// stored together in one transaction (`AppleDataRepository.ingestNotifications`), each with its own outcome.
+    private let notifications: GroupCommits<UUID, AppleIngestBatch, AppleIngestOutcome>
+
+    /// Most notifications in one group transaction.
+    static let maxNotificationGroup = 128
+    /// A tenant's notification groups committing at once (so the next group's statements overlap a commit's WAL
+    /// flush).
+    static let notificationGroupsInFlight = 2
+
+    init(repository: AppleDataRepository, caches: GatewayCaches, verifier: AppleSignedDataVerifier, ingested: Counter) {
+        self.repository = repository
+        self.caches = caches
+        self.verifier = verifier
+        self.ingested = ingested
+        notifications = GroupCommits(
+            maxBatchSize: Self.maxNotificationGroup, maxInFlight: Self.notificationGroupsInFlight, linger: nil
+        ) { tenant, batches in
+            await repository.ingestNotifications(tenant: tenant, batches).map { $0.mapError { $0 as any Error } }
+        }
+    }
 
     /// The verifier when the options give none: Apple Root CA - G3 only (built in; parsing it cannot fail, and the
     /// OfferCrypto tests check it parses).
@@ -98,7 +119,9 @@ struct AppleDataService: Sendable {
             let jws = try payload.text("signedRenewalInfo", in: "data", maxBytes: .max) ?? ""
             batch.renewals = [try Self.renewal(renewal, jws: jws)]
         }
-        let outcome = try await ingest(batch, tenant: tenant)
+        let outcome = try await notifications.submit(batch, key: tenant.id)
+        // Other processes hear of it through the change feed; this one must not wait for that.
+        for customer in outcome.customers { caches.invalidate(tenant: tenant.id, customerId: customer) }
         return NotificationResult(
             notificationUUID: notification.notificationUUID, notificationType: notification.notificationType,
             subtype: notification.subtype, environment: notification.environment,
