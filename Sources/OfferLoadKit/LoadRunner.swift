@@ -39,6 +39,8 @@ public struct RunResult: Sendable {
     public var signatureNonces: [String] = []
     /// With `LoadPlan.retryUnavailableSeconds`: how the retries of -32050 answers went.
     public var retries = RetryFigures()
+    /// The CPU offer-load and the gateway(s) spent during the run (sampled around it, warm-up included).
+    public var cpu: CPUFigures?
 
     /// Measured completions per second (0 when nothing was measured).
     public var throughput: Double {
@@ -51,10 +53,13 @@ public struct RunResult: Sendable {
 public struct LoadRunner: Sendable {
     public let clock: any LoadClock
     public let connector: any LoadConnector
+    /// The gateway processes whose CPU the run samples (``ProcessCPU/serverPIDs(of:)``); empty: offer-load's only.
+    public let gatewayPIDs: [Int32]
 
-    public init(clock: any LoadClock = SystemLoadClock(), connector: any LoadConnector) {
+    public init(clock: any LoadClock = SystemLoadClock(), connector: any LoadConnector, gatewayPIDs: [Int32] = []) {
         self.clock = clock
         self.connector = connector
+        self.gatewayPIDs = gatewayPIDs
     }
 
     /// Runs `plan`, taking request `i` from `request(i)` (indices start at 0 and count warm-up requests too).
@@ -74,6 +79,7 @@ public struct LoadRunner: Sendable {
                 throw OfferLoadError(.connectFailed, context: address, String(describing: error))
             }
         }
+        let cpu = CPUSampler(gatewayPIDs: gatewayPIDs)
         let start = clock.now()
         let measureStart = start + Self.nanoseconds(plan.warmupSeconds)
         let recorders = connections.map { _ in Recorder(measureStart: measureStart) }
@@ -85,6 +91,8 @@ public struct LoadRunner: Sendable {
                 plan, rate: rate, maxInFlight: maxInFlight, start: start, measureStart: measureStart,
                 connections, recorders, request)
         }
+        let recorded = recorders.reduce(UInt64(0)) { $0 + $1.completions }
+        let cpuFigures = cpu.finish(requests: recorded)
         for c in connections { await c.close() }
         var result = RunResult(
             latency: LatencyHistogram(), timeline: Timeline(origin: measureStart), errors: [:], measuredRequests: 0,
@@ -104,6 +112,7 @@ public struct LoadRunner: Sendable {
             lastCompletion = max(lastCompletion, part.lastCompletion)
         }
         result.measuredNanoseconds = lastCompletion - measureStart
+        result.cpu = cpuFigures
         result.redemptions.sort { $0.requestIndex < $1.requestIndex }
         return result
     }
@@ -364,6 +373,9 @@ final class Recorder: Sendable {
     }
 
     func take() -> Part { state.withLock { $0 } }
+
+    /// Completions recorded so far, warm-up included.
+    var completions: UInt64 { state.withLock { $0.measured + $0.warmup } }
 }
 
 /// How retrying -32050 answers went (``LoadPlan/retryUnavailableSeconds``).
