@@ -16,6 +16,12 @@ protocol ChannelHandler: AnyObject {
     func channelFrameTooLarge(channel: Channel)
     /// The channel was closed. Called exactly once.
     func channelClosed(channel: Channel, reason: ChannelCloseReason)
+    /// The loop's periodic tick (four times a second), e.g. for a client's call deadlines.
+    func channelTick(now: Double, channel: Channel)
+}
+
+extension ChannelHandler {
+    func channelTick(now: Double, channel: Channel) {}
 }
 
 /// One connection (a socket, or a read/write pipe pair) owned by the loop thread: its descriptors and buffers.
@@ -472,7 +478,10 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func idleScan(now: Double) {
-        for channel in Array(channels.values) { perform(channel.machine.idleCheck(now: now), on: channel) }
+        for channel in Array(channels.values) {
+            perform(channel.machine.idleCheck(now: now), on: channel)
+            if !channel.machine.isClosed { channel.handler?.channelTick(now: now, channel: channel) }
+        }
     }
 
     /// Stops the loop (closing everything); `whenStopped` runs on the loop thread at the very end.
