@@ -23,8 +23,20 @@ public struct RPCClientConfiguration: Sendable {
 public final class RPCClient: Sendable {
     /// A call waiting for its response; `deadline` (``EventLoop/now()`` seconds) is when it times out, if ever.
     struct Pending {
-        var continuation: CheckedContinuation<JSONValue, any Error>
+        /// Who waits: a suspended task, or a callback run on the loop thread (``send(method:params:timeout:_:)``).
+        enum Waiter {
+            case task(CheckedContinuation<JSONValue, any Error>)
+            case callback(@Sendable (Result<JSONValue, any Error>) -> Void)
+        }
+        var waiter: Waiter
         var deadline: Double?
+
+        func resume(_ result: Result<JSONValue, any Error>) {
+            switch waiter {
+            case .task(let continuation): continuation.resume(with: result)
+            case .callback(let callback): callback(result)
+            }
+        }
     }
 
     struct State {
@@ -176,23 +188,58 @@ public final class RPCClient: Sendable {
 
     func call(method: String, params: JSONValue?, deadline: Double?) async throws -> JSONValue {
         try await withCheckedThrowingContinuation { continuation in
-            // The id is taken and the line queued under one lock, so lines leave in id order.
-            let closed = state.withLock { s -> Bool in
-                if s.closed { return true }
-                let id = s.nextID
-                s.nextID += 1
-                s.pending[id] = Pending(continuation: continuation, deadline: deadline)
-                if deadline != nil { s.timedCalls += 1 }
-                JSONSerializer.append(RPCRequest(method: method, params: params, id: .int(id)).json, to: &s.outbox)
-                s.outbox.append(0x0A)
-                return false
-            }
-            if closed {
+            if !enqueue(method: method, params: params, deadline: deadline, .task(continuation)) {
                 continuation.resume(throwing: JSONRPCError(.connectionClosed, "connection is closed"))
-                return
             }
-            scheduleFlush()
         }
+    }
+
+    /// Sends a call and hands its outcome to `onResponse` instead of suspending a task: the result, an `RPCError`,
+    /// `.connectionClosed` or `.timeout` (checked as ``call(method:params:timeout:)`` does). `onResponse` runs on
+    /// the client loop thread (keep it short; it may send the next call), or at once on the caller's thread when
+    /// the connection is already closed. For load generators: no task switch per call.
+    public func send(
+        method: String, params: JSONValue? = nil, timeout: Duration? = nil,
+        _ onResponse: @escaping @Sendable (Result<JSONValue, any Error>) -> Void
+    ) {
+        var deadline: Double?
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            deadline = EventLoop.now() + Double(seconds) + Double(attoseconds) / 1e18
+        }
+        if !enqueue(method: method, params: params, deadline: deadline, .callback(onResponse)) {
+            onResponse(.failure(JSONRPCError(.connectionClosed, "connection is closed")))
+        }
+    }
+
+    /// Registers a call and queues its line (the id is taken and the line queued under one lock, so lines leave in
+    /// id order); false when the connection is closed.
+    func enqueue(method: String, params: JSONValue?, deadline: Double?, _ waiter: Pending.Waiter) -> Bool {
+        let queued = state.withLock { s -> Bool in
+            if s.closed { return false }
+            let id = s.nextID
+            s.nextID += 1
+            s.pending[id] = Pending(waiter: waiter, deadline: deadline)
+            if deadline != nil { s.timedCalls += 1 }
+            Self.appendRequestLine(method: method, params: params, id: id, to: &s.outbox)
+            return true
+        }
+        if queued { scheduleFlush() }
+        return queued
+    }
+
+    /// Appends `{"jsonrpc":"2.0","method":…,"params":…,"id":N}` and a newline: the bytes of ``RPCRequest/json``
+    /// serialized, written directly (no request object built per call).
+    static func appendRequestLine(method: String, params: JSONValue?, id: Int64, to out: inout [UInt8]) {
+        JSONSerializer.appendASCII(#"{"jsonrpc":"2.0","method":"#, to: &out)
+        JSONSerializer.appendString(method, to: &out)
+        if let params {
+            JSONSerializer.appendASCII(#","params":"#, to: &out)
+            JSONSerializer.append(params, to: &out)
+        }
+        JSONSerializer.appendASCII(#","id":"#, to: &out)
+        JSONSerializer.appendInt(id, to: &out)
+        JSONSerializer.appendASCII("}\n", to: &out)
     }
 
     /// Fails the calls whose deadline passed (loop thread, on its tick).
@@ -208,9 +255,7 @@ public final class RPCClient: Sendable {
             }
             return expired
         }
-        for call in expired {
-            call.continuation.resume(throwing: JSONRPCError(.timeout, "no response within the call's timeout"))
-        }
+        for call in expired { call.resume(.failure(JSONRPCError(.timeout, "no response within the call's timeout"))) }
     }
 
     /// Calls `method` with `Encodable` params and decodes the result.
@@ -353,8 +398,8 @@ public final class RPCClient: Sendable {
         }
         guard let call else { return false }
         switch response.result {
-        case .success(let result): call.continuation.resume(returning: result)
-        case .failure(let error): call.continuation.resume(throwing: error)
+        case .success(let result): call.resume(.success(result))
+        case .failure(let error): call.resume(.failure(error))
         }
         return true
     }
@@ -380,7 +425,7 @@ public final class RPCClient: Sendable {
             return (s.pending, s.rawWaiters)
         }
         for (_, call) in pending {
-            call.continuation.resume(throwing: JSONRPCError(.connectionClosed, "connection closed before the response"))
+            call.resume(.failure(JSONRPCError(.connectionClosed, "connection closed before the response")))
         }
         for waiter in waiters { waiter.continuation.resume(returning: nil) }
     }

@@ -125,6 +125,19 @@ public struct LoadRunner: Sendable {
     ) async {
         let issuer = ClosedLoopIssuer(plan: plan, measureStart: measureStart)
         let clock = self.clock
+        let callbacks = connections.compactMap { $0 as? any CallbackLoadConnection }
+        if plan.retryUnavailableSeconds == nil, callbacks.count == connections.count {
+            // Each answer sends the next request from the connection's own thread: no task switch per call.
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                let latch = Latch(callbacks.count * depth) { finished.resume() }
+                for (k, connection) in callbacks.enumerated() {
+                    for _ in 0..<depth {
+                        Self.issue(connection, recorders[k], issuer, clock, request, latch)
+                    }
+                }
+            }
+            return
+        }
         await withDiscardingTaskGroup { group in
             for (k, connection) in connections.enumerated() {
                 let recorder = recorders[k]
@@ -144,6 +157,28 @@ public struct LoadRunner: Sendable {
                     }
                 }
             }
+        }
+    }
+
+    /// One closed-loop slot of a callback connection: sends the next request; its answer records it and sends the
+    /// next, until the issuer says the run is over or the connection is lost (then the slot counts down `latch`).
+    static func issue(
+        _ connection: any CallbackLoadConnection, _ recorder: Recorder, _ issuer: ClosedLoopIssuer,
+        _ clock: any LoadClock, _ request: @escaping @Sendable (Int) -> LoadRequest, _ latch: Latch
+    ) {
+        let sentAt = clock.now()
+        guard let index = issuer.next(now: sentAt) else {
+            latch.countDown()
+            return
+        }
+        connection.start(request(index)) { outcome in
+            recorder.record(index: index, startedAt: sentAt, completedAt: clock.now(), outcome)
+            // As in the task-per-slot loop: a lost connection retires the slot instead of spinning.
+            if case .transportError = outcome {
+                latch.countDown()
+                return
+            }
+            issue(connection, recorder, issuer, clock, request, latch)
         }
     }
 
@@ -272,6 +307,26 @@ final class ClosedLoopIssuer: Sendable {
             defer { s.next += 1 }
             return s.next
         }
+    }
+}
+
+/// Runs `done` once, when `countDown` was called `count` times (the closed loop's callback slots finishing).
+final class Latch: Sendable {
+    private let remaining: Mutex<Int>
+    private let done: @Sendable () -> Void
+
+    init(_ count: Int, done: @escaping @Sendable () -> Void) {
+        remaining = Mutex(count)
+        self.done = done
+        if count == 0 { done() }
+    }
+
+    func countDown() {
+        let last = remaining.withLock { n -> Bool in
+            n -= 1
+            return n == 0
+        }
+        if last { done() }
     }
 }
 
