@@ -91,6 +91,8 @@ final class EventLoop: @unchecked Sendable {
     let wakeWrite: Int32
     let inbox = Mutex(Inbox())
     let started = Atomic<Bool>(false)
+    /// The loop thread's pthread id, once it runs (0 before).
+    let loopThread = Atomic<UInt>(0)
     let threadName: String
 
     // Loop-thread state.
@@ -138,12 +140,15 @@ final class EventLoop: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `work` on the loop thread, soon.
+    /// Runs `work` on the loop thread, soon. From the loop thread itself no wake-up is needed: the inbox is run
+    /// after the events at hand (e.g. a client's next request, queued while it handles an answer, leaves in the
+    /// same write as the others of that turn).
     func execute(_ work: @escaping @Sendable () -> Void) {
+        let onLoop = pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) != 0
         let wake = inbox.withLock { inbox -> Bool in
             if inbox.closed { return false }
             inbox.work.append(work)
-            if inbox.wakePending { return false }
+            if onLoop || inbox.wakePending { return false }
             inbox.wakePending = true
             return true
         }
@@ -167,6 +172,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Loop thread
 
     func run() {
+        loopThread.store(pthread_self(), ordering: .relaxed)
         let maxEvents = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
@@ -199,6 +205,7 @@ final class EventLoop: @unchecked Sendable {
                     }
                 }
                 pausedListeners.removeAll()
+                runInbox()  // what the tick queued from this thread (no wake-up was sent for it)
             }
         }
         inbox.withLock {

@@ -132,7 +132,7 @@ public struct LoadRunner: Sendable {
                 let latch = Latch(callbacks.count * depth) { finished.resume() }
                 for (k, connection) in callbacks.enumerated() {
                     for _ in 0..<depth {
-                        Self.issue(connection, recorders[k], issuer, clock, request, latch)
+                        Self.issue(connection, recorders[k], issuer, clock, request, latch, now: clock.now())
                     }
                 }
             }
@@ -162,23 +162,25 @@ public struct LoadRunner: Sendable {
 
     /// One closed-loop slot of a callback connection: sends the next request; its answer records it and sends the
     /// next, until the issuer says the run is over or the connection is lost (then the slot counts down `latch`).
+    /// `now` is the send time (the previous answer's completion: one clock read per request).
     static func issue(
         _ connection: any CallbackLoadConnection, _ recorder: Recorder, _ issuer: ClosedLoopIssuer,
-        _ clock: any LoadClock, _ request: @escaping @Sendable (Int) -> LoadRequest, _ latch: Latch
+        _ clock: any LoadClock, _ request: @escaping @Sendable (Int) -> LoadRequest, _ latch: Latch,
+        now sentAt: UInt64
     ) {
-        let sentAt = clock.now()
         guard let index = issuer.next(now: sentAt) else {
             latch.countDown()
             return
         }
         connection.start(request(index)) { outcome in
-            recorder.record(index: index, startedAt: sentAt, completedAt: clock.now(), outcome)
+            let completedAt = clock.now()
+            recorder.record(index: index, startedAt: sentAt, completedAt: completedAt, outcome)
             // As in the task-per-slot loop: a lost connection retires the slot instead of spinning.
             if case .transportError = outcome {
                 latch.countDown()
                 return
             }
-            issue(connection, recorder, issuer, clock, request, latch)
+            issue(connection, recorder, issuer, clock, request, latch, now: completedAt)
         }
     }
 
