@@ -106,7 +106,8 @@ public enum ProcessCPU {
         let targets = Set(inodes.map { "socket:[\($0)]" })
         var link = [CChar](repeating: 0, count: 64)
         for entry in processes {
-            guard let pid = Int32(entry), let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(entry)/fd")
+            guard let pid = Int32(entry),
+                let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(entry)/fd")
             else { continue }
             for fd in fds {
                 let n = readlink("/proc/\(entry)/fd/\(fd)", &link, link.count - 1)

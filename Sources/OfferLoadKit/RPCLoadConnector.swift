@@ -58,7 +58,9 @@ struct RPCLoadConnection: CallbackLoadConnection {
 
     func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void) {
         let method = request.method
-        client.send(method: method, params: .object(request.params), timeout: timeout) { result in
+        // No params member for none (system.ping): the line a minimal client sends, `{"jsonrpc","method","id"}`.
+        let params: JSONValue? = request.params.isEmpty ? nil : .object(request.params)
+        client.send(method: method, params: params, timeout: timeout) { result in
             switch result {
             case .success(let value): done(Self.outcome(method: method, result: value))
             case .failure(let error): done(Self.outcome(failure: error))

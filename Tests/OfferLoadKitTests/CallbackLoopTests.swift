@@ -77,8 +77,18 @@ final class CallbackConnector: LoadConnector {
     }
 
     @Test func aLostConnectionRetiresItsSlotsAndErrorsAreCountedByCode() async throws {
-        let healthy = ThreadedCallbackConnection { n in n % 10 == 0 ? .rpcError(code: -32041) : .success }
-        let dying = ThreadedCallbackConnection { n in n > 5 ? .transportError("connection reset") : .success }
+        // The healthy connection answers nothing until the dying one has had its 7 calls, so the split does not
+        // depend on which queue runs first (a token passed from answer to answer).
+        let dyingDone = DispatchSemaphore(value: 0)
+        let healthy = ThreadedCallbackConnection { n in
+            _ = dyingDone.wait(timeout: .now() + 60)
+            dyingDone.signal()
+            return n % 10 == 0 ? .rpcError(code: -32041) : .success
+        }
+        let dying = ThreadedCallbackConnection { n in
+            if n == 7 { dyingDone.signal() }
+            return n > 5 ? .transportError("connection reset") : .success
+        }
         let plan = LoadPlan(model: .closed(connections: 2, depth: 2), stop: .requests(100), targets: ["x", "y"])
         let result = try await LoadRunner(connector: CallbackConnector([healthy, dying])).run(plan) { _ in
             LoadRequest(method: "codes.redeem", params: [:])

@@ -61,7 +61,8 @@ let samplePlan = LoadPlan(
         #expect(try JSONDecoder().decode(RunReport.self, from: Data(r.json().utf8)) == r)
 
         // No gateway found on this host: offer-load's own figure still, and the gap said.
-        result.cpu = CPUFigures(requests: 3_042, offerLoadNanoseconds: 4_563_000, gatewayNanoseconds: nil, gatewayPIDs: [])
+        result.cpu = CPUFigures(
+            requests: 3_042, offerLoadNanoseconds: 4_563_000, gatewayNanoseconds: nil, gatewayPIDs: [])
         let alone = try #require(RunReport(scenario: "ping", plan: samplePlan, result: result).cpu)
         #expect(alone.text == "offer-load 1.50 ms, gateway not measured (not found on this host; --gateway-pid)")
         #expect(alone.harnessToGateway == nil)
