@@ -19,7 +19,7 @@ public enum ProcessCPU {
     /// User + system CPU time of process `pid` so far (its threads included), ns, from `/proc/PID/stat` (clock-tick
     /// resolution); nil once it is gone or unreadable.
     public static func nanoseconds(ofProcess pid: Int32) -> UInt64? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+        guard let text = readProcFile("/proc/\(pid)/stat") else { return nil }
         return ticks(statLine: text).map { $0 * 1_000_000_000 / ticksPerSecond }
     }
 
@@ -31,6 +31,24 @@ public enum ProcessCPU {
         // fields[0] is field 3 (state): utime is field 14, stime field 15.
         guard fields.count > 12, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return nil }
         return user + system
+    }
+
+    /// The whole of a `/proc` file: read until EOF (they report size 0, and a long table such as `/proc/net/tcp`
+    /// comes a page per read).
+    static func readProcFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static let ticksPerSecond = UInt64(max(1, sysconf(Int32(_SC_CLK_TCK))))
@@ -97,7 +115,7 @@ public enum ProcessCPU {
     static func listenerPID(port: UInt16) -> Int32? {
         var inodes: Set<String> = []
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            guard let text = readProcFile(table) else { continue }
             inodes.formUnion(listeningInodes(table: text, port: port))
         }
         guard !inodes.isEmpty,

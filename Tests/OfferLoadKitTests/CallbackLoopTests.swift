@@ -141,6 +141,10 @@ final class CallbackConnector: LoadConnector {
         // Not on this host, or nothing there: not measured rather than guessed.
         #expect(ProcessCPU.serverPID(of: "tcp:192.0.2.1:\(tcp.port)") == nil)
         #expect(ProcessCPU.serverPID(of: "unix:/tmp/nothing-listens-here.sock") == nil)
+        // /proc/net/tcp comes a page (about 27 sockets) per read: the whole table must be read.
+        let many = try (0..<60).map { _ in try Self.listen(domain: AF_INET, unixPath: nil) }
+        defer { for socket in many { close(socket.fd) } }
+        #expect(ProcessCPU.serverPID(of: "tcp:127.0.0.1:\(many.last!.port)") == getpid())
         // Own CPU is counted, and so is this process's through /proc.
         let before = ProcessCPU.ownNanoseconds()
         var x: UInt64 = 1
@@ -151,7 +155,7 @@ final class CallbackConnector: LoadConnector {
     }
 
     static func listen(domain: Int32, unixPath: String?) throws -> (fd: Int32, port: UInt16) {
-        let fd = socket(domain, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(domain, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         try #require(fd >= 0)
         if let unixPath {
             var addr = sockaddr_un()
