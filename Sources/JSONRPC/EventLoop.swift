@@ -16,6 +16,12 @@ protocol ChannelHandler: AnyObject {
     func channelFrameTooLarge(channel: Channel)
     /// The channel was closed. Called exactly once.
     func channelClosed(channel: Channel, reason: ChannelCloseReason)
+    /// The loop's periodic tick (four times a second), e.g. for a client's call deadlines.
+    func channelTick(now: Double, channel: Channel)
+}
+
+extension ChannelHandler {
+    func channelTick(now: Double, channel: Channel) {}
 }
 
 /// One connection (a socket, or a read/write pipe pair) owned by the loop thread: its descriptors and buffers.
@@ -88,6 +94,8 @@ final class EventLoop: @unchecked Sendable {
     let wakeWrite: Int32
     let inbox = Mutex(Inbox())
     let started = Atomic<Bool>(false)
+    /// The loop thread's pthread id, once it runs (0 before).
+    let loopThread = Atomic<UInt>(0)
     let threadName: String
 
     // Loop-thread state.
@@ -135,12 +143,15 @@ final class EventLoop: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `work` on the loop thread, soon.
+    /// Runs `work` on the loop thread, soon. From the loop thread itself no wake-up is needed: the inbox is run
+    /// after the events at hand (e.g. a client's next request, queued while it handles an answer, leaves in the
+    /// same write as the others of that turn).
     func execute(_ work: @escaping @Sendable () -> Void) {
+        let onLoop = pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) != 0
         let wake = inbox.withLock { inbox -> Bool in
             if inbox.closed { return false }
             inbox.work.append(work)
-            if inbox.wakePending { return false }
+            if onLoop || inbox.wakePending { return false }
             inbox.wakePending = true
             return true
         }
@@ -164,6 +175,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Loop thread
 
     func run() {
+        loopThread.store(pthread_self(), ordering: .relaxed)
         let maxEvents = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: maxEvents)
         defer { events.deallocate() }
@@ -196,6 +208,7 @@ final class EventLoop: @unchecked Sendable {
                     }
                 }
                 pausedListeners.removeAll()
+                runInbox()  // what the tick queued from this thread (no wake-up was sent for it)
             }
         }
         inbox.withLock {
@@ -482,7 +495,10 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func idleScan(now: Double) {
-        for channel in Array(channels.values) { perform(channel.machine.idleCheck(now: now), on: channel) }
+        for channel in Array(channels.values) {
+            perform(channel.machine.idleCheck(now: now), on: channel)
+            if !channel.machine.isClosed { channel.handler?.channelTick(now: now, channel: channel) }
+        }
     }
 
     /// Stops the loop (closing everything); `whenStopped` runs on the loop thread at the very end.

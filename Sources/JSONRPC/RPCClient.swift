@@ -21,9 +21,33 @@ public struct RPCClientConfiguration: Sendable {
 /// answers are not mistaken for call results. Incoming lines that answer no pending call (and notifications, when
 /// no notification handler is set) are queued for `nextRawLine`.
 public final class RPCClient: Sendable {
+    /// A call waiting for its response; `deadline` (``EventLoop/now()`` seconds) is when it times out, if ever.
+    struct Pending {
+        /// Who waits: a suspended task, or a callback run on the loop thread (``send(method:params:timeout:_:)``).
+        enum Waiter {
+            case task(CheckedContinuation<JSONValue, any Error>)
+            case callback(@Sendable (Result<JSONValue, any Error>) -> Void)
+        }
+        var waiter: Waiter
+        var deadline: Double?
+
+        func resume(_ result: Result<JSONValue, any Error>) {
+            switch waiter {
+            case .task(let continuation): continuation.resume(with: result)
+            case .callback(let callback): callback(result)
+            }
+        }
+    }
+
     struct State {
         var nextID: Int64 = 1
-        var pending: [Int64: CheckedContinuation<JSONValue, any Error>] = [:]
+        var pending: [Int64: Pending] = [:]
+        /// Calls with a deadline among `pending` (the loop's tick scans only when there are some).
+        var timedCalls = 0
+        /// Bytes sent but not yet handed to the loop; `flushScheduled` while a hand-over is queued on it. Requests
+        /// made while one is queued ride along: one loop hop and one write for many calls.
+        var outbox: [UInt8] = []
+        var flushScheduled = false
         var rawLines: [[UInt8]] = []
         var rawWaiters: [(token: UInt64, continuation: CheckedContinuation<[UInt8]?, any Error>)] = []
         var nextToken: UInt64 = 1
@@ -139,16 +163,12 @@ public final class RPCClient: Sendable {
 
     /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
     /// (`.connectionClosed`) if the connection closes first, or `.timeout` after `timeout` (the late answer, if
-    /// any, is then ignored).
+    /// any, is then ignored). Deadlines are checked on the client loop's tick, four times a second, so a call times
+    /// out up to 250 ms after `timeout`; no timer is armed per call.
     public func call(method: String, params: JSONValue? = nil, timeout: Duration) async throws -> JSONValue {
-        let idBox = Mutex<Int64?>(nil)
-        let timer = Self.timer(after: timeout) { [self] in
-            guard let id = idBox.withLock({ $0 }) else { return }
-            let continuation = self.state.withLock { $0.pending.removeValue(forKey: id) }
-            continuation?.resume(throwing: JSONRPCError(.timeout, "no response within \(timeout)"))
-        }
-        defer { timer.cancel() }
-        return try await call(method: method, params: params, idSink: { id in idBox.withLock { $0 = id } })
+        let (seconds, attoseconds) = timeout.components
+        let deadline = EventLoop.now() + Double(seconds) + Double(attoseconds) / 1e18
+        return try await call(method: method, params: params, deadline: deadline)
     }
 
     /// A timer: `fire` runs after `delay` unless the returned task is cancelled first (which is how a caller says
@@ -163,27 +183,79 @@ public final class RPCClient: Sendable {
     /// Calls `method` and waits for its response. Throws `RPCError` for an error response, `JSONRPCError`
     /// (`.connectionClosed`) if the connection closes first.
     public func call(method: String, params: JSONValue? = nil) async throws -> JSONValue {
-        try await call(method: method, params: params, idSink: nil)
+        try await call(method: method, params: params, deadline: nil)
     }
 
-    func call(method: String, params: JSONValue?, idSink: (@Sendable (Int64) -> Void)?) async throws -> JSONValue {
+    func call(method: String, params: JSONValue?, deadline: Double?) async throws -> JSONValue {
         try await withCheckedThrowingContinuation { continuation in
-            let id = state.withLock { s -> Int64? in
-                if s.closed { return nil }
-                let id = s.nextID
-                s.nextID += 1
-                s.pending[id] = continuation
-                return id
-            }
-            guard let id else {
+            if !enqueue(method: method, params: params, deadline: deadline, .task(continuation)) {
                 continuation.resume(throwing: JSONRPCError(.connectionClosed, "connection is closed"))
-                return
             }
-            idSink?(id)
-            var bytes = JSONSerializer.serialize(RPCRequest(method: method, params: params, id: .int(id)).json)
-            bytes.append(0x0A)
-            send(bytes)
         }
+    }
+
+    /// Sends a call and hands its outcome to `onResponse` instead of suspending a task: the result, an `RPCError`,
+    /// `.connectionClosed` or `.timeout` (checked as ``call(method:params:timeout:)`` does). `onResponse` runs on
+    /// the client loop thread (keep it short; it may send the next call), or at once on the caller's thread when
+    /// the connection is already closed. For load generators: no task switch per call.
+    public func send(
+        method: String, params: JSONValue? = nil, timeout: Duration? = nil,
+        _ onResponse: @escaping @Sendable (Result<JSONValue, any Error>) -> Void
+    ) {
+        var deadline: Double?
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            deadline = EventLoop.now() + Double(seconds) + Double(attoseconds) / 1e18
+        }
+        if !enqueue(method: method, params: params, deadline: deadline, .callback(onResponse)) {
+            onResponse(.failure(JSONRPCError(.connectionClosed, "connection is closed")))
+        }
+    }
+
+    /// Registers a call and queues its line (the id is taken and the line queued under one lock, so lines leave in
+    /// id order); false when the connection is closed.
+    func enqueue(method: String, params: JSONValue?, deadline: Double?, _ waiter: Pending.Waiter) -> Bool {
+        let queued = state.withLock { s -> Bool in
+            if s.closed { return false }
+            let id = s.nextID
+            s.nextID += 1
+            s.pending[id] = Pending(waiter: waiter, deadline: deadline)
+            if deadline != nil { s.timedCalls += 1 }
+            Self.appendRequestLine(method: method, params: params, id: id, to: &s.outbox)
+            return true
+        }
+        if queued { scheduleFlush() }
+        return queued
+    }
+
+    /// Appends `{"jsonrpc":"2.0","method":…,"params":…,"id":N}` and a newline: the bytes of ``RPCRequest/json``
+    /// serialized, written directly (no request object built per call).
+    static func appendRequestLine(method: String, params: JSONValue?, id: Int64, to out: inout [UInt8]) {
+        JSONSerializer.appendASCII(#"{"jsonrpc":"2.0","method":"#, to: &out)
+        JSONSerializer.appendString(method, to: &out)
+        if let params {
+            JSONSerializer.appendASCII(#","params":"#, to: &out)
+            JSONSerializer.append(params, to: &out)
+        }
+        JSONSerializer.appendASCII(#","id":"#, to: &out)
+        JSONSerializer.appendInt(id, to: &out)
+        JSONSerializer.appendASCII("}\n", to: &out)
+    }
+
+    /// Fails the calls whose deadline passed (loop thread, on its tick).
+    func expireCalls(now: Double) {
+        let expired = state.withLock { s -> [Pending] in
+            guard s.timedCalls > 0 else { return [] }
+            var expired: [Pending] = []
+            for (id, call) in s.pending {
+                guard let deadline = call.deadline, deadline <= now else { continue }
+                s.pending.removeValue(forKey: id)
+                s.timedCalls -= 1
+                expired.append(call)
+            }
+            return expired
+        }
+        for call in expired { call.resume(.failure(JSONRPCError(.timeout, "no response within the call's timeout"))) }
     }
 
     /// Calls `method` with `Encodable` params and decodes the result.
@@ -263,8 +335,30 @@ public final class RPCClient: Sendable {
         }
     }
 
+    /// Queues bytes behind what was sent before; they go out with the next hand-over to the loop.
     func send(_ bytes: [UInt8]) {
-        loop.execute { [loop, channelID] in loop.write(channelID, bytes) }
+        state.withLock { $0.outbox.append(contentsOf: bytes) }
+        scheduleFlush()
+    }
+
+    /// Queues one hand-over of the outbox to the loop, unless one is queued already.
+    func scheduleFlush() {
+        let schedule = state.withLock { s -> Bool in
+            if s.flushScheduled || s.outbox.isEmpty { return false }
+            s.flushScheduled = true
+            return true
+        }
+        guard schedule else { return }
+        loop.execute { [self] in
+            let bytes = self.state.withLock { s -> [UInt8] in
+                s.flushScheduled = false
+                var taken: [UInt8] = []
+                swap(&taken, &s.outbox)
+                s.outbox.reserveCapacity(min(taken.capacity, 65_536))
+                return taken
+            }
+            if !bytes.isEmpty { self.loop.write(self.channelID, bytes) }
+        }
     }
 
     // MARK: Loop thread
@@ -297,10 +391,15 @@ public final class RPCClient: Sendable {
         guard let response = RPCResponse(json: value), case .number(let number) = response.id,
             let id = number.int64
         else { return false }
-        guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return false }
+        let call = state.withLock { s -> Pending? in
+            guard let call = s.pending.removeValue(forKey: id) else { return nil }
+            if call.deadline != nil { s.timedCalls -= 1 }
+            return call
+        }
+        guard let call else { return false }
         switch response.result {
-        case .success(let result): continuation.resume(returning: result)
-        case .failure(let error): continuation.resume(throwing: error)
+        case .success(let result): call.resume(.success(result))
+        case .failure(let error): call.resume(.failure(error))
         }
         return true
     }
@@ -319,12 +418,14 @@ public final class RPCClient: Sendable {
             s.closed = true
             defer {
                 s.pending = [:]
+                s.timedCalls = 0
                 s.rawWaiters = []
+                s.outbox = []
             }
             return (s.pending, s.rawWaiters)
         }
-        for (_, continuation) in pending {
-            continuation.resume(throwing: JSONRPCError(.connectionClosed, "connection closed before the response"))
+        for (_, call) in pending {
+            call.resume(.failure(JSONRPCError(.connectionClosed, "connection closed before the response")))
         }
         for waiter in waiters { waiter.continuation.resume(returning: nil) }
     }
@@ -372,5 +473,9 @@ final class ClientConnection: ChannelHandler {
 
     func channelClosed(channel: Channel, reason: ChannelCloseReason) {
         box.markClosed()?.closed()
+    }
+
+    func channelTick(now: Double, channel: Channel) {
+        box.client?.expireCalls(now: now)
     }
 }

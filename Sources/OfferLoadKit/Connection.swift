@@ -58,6 +58,14 @@ extension LoadConnection {
     public func close() async {}
 }
 
+/// A connection that can also hand an outcome to a callback instead of suspending a task: the closed loop then
+/// runs on the connection's own (event loop) thread, each answer sending the next request, with no task switch
+/// per call (``LoadRunner`` uses it when no retry window is set).
+public protocol CallbackLoadConnection: LoadConnection {
+    /// Sends `request`; `done` runs exactly once with its outcome, on any thread (possibly at once on the caller's).
+    func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void)
+}
+
 /// Opens connections to gateway addresses (`unix:/path` or `tcp:host:port`), authenticated as the scenario needs.
 public protocol LoadConnector: Sendable {
     func connect(address: String) async throws -> any LoadConnection

@@ -24,13 +24,14 @@ public enum HTMLReport {
 
             """
         h += "<h2>Summary</h2>\n<table>\n"
-        let rows: [(String, String)] = [
+        var rows: [(String, String)] = [
             ("scenario", r.scenario), ("model", r.model.text), ("targets", r.model.targets.joined(separator: ", ")),
             ("warm-up", "\(Format.fixed(r.model.warmupSeconds, digits: 1)) s, \(r.warmupRequests) requests excluded"),
             ("measured", "\(Format.fixed(r.measuredSeconds, digits: 2)) s"),
             ("requests", "\(Format.number(r.requests)) (\(Format.number(r.successes)) ok)"),
             ("throughput", "\(Format.number(r.throughput)) req/s"),
         ]
+        if let cpu = r.cpu { rows.append(("CPU per 1,000 requests", cpu.text)) }
         for (k, v) in rows { h += "<tr><th>\(escape(k))</th><td>\(escape(v))</td></tr>\n" }
         h += "</table>\n<h2>Latency</h2>\n<table><tr>"
         let l = r.latency

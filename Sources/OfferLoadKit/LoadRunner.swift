@@ -39,6 +39,8 @@ public struct RunResult: Sendable {
     public var signatureNonces: [String] = []
     /// With `LoadPlan.retryUnavailableSeconds`: how the retries of -32050 answers went.
     public var retries = RetryFigures()
+    /// The CPU offer-load and the gateway(s) spent during the run (sampled around it, warm-up included).
+    public var cpu: CPUFigures?
 
     /// Measured completions per second (0 when nothing was measured).
     public var throughput: Double {
@@ -51,10 +53,13 @@ public struct RunResult: Sendable {
 public struct LoadRunner: Sendable {
     public let clock: any LoadClock
     public let connector: any LoadConnector
+    /// The gateway processes whose CPU the run samples (``ProcessCPU/serverPIDs(of:)``); empty: offer-load's only.
+    public let gatewayPIDs: [Int32]
 
-    public init(clock: any LoadClock = SystemLoadClock(), connector: any LoadConnector) {
+    public init(clock: any LoadClock = SystemLoadClock(), connector: any LoadConnector, gatewayPIDs: [Int32] = []) {
         self.clock = clock
         self.connector = connector
+        self.gatewayPIDs = gatewayPIDs
     }
 
     /// Runs `plan`, taking request `i` from `request(i)` (indices start at 0 and count warm-up requests too).
@@ -74,6 +79,7 @@ public struct LoadRunner: Sendable {
                 throw OfferLoadError(.connectFailed, context: address, String(describing: error))
             }
         }
+        let cpu = CPUSampler(gatewayPIDs: gatewayPIDs)
         let start = clock.now()
         let measureStart = start + Self.nanoseconds(plan.warmupSeconds)
         let recorders = connections.map { _ in Recorder(measureStart: measureStart) }
@@ -85,6 +91,8 @@ public struct LoadRunner: Sendable {
                 plan, rate: rate, maxInFlight: maxInFlight, start: start, measureStart: measureStart,
                 connections, recorders, request)
         }
+        let recorded = recorders.reduce(UInt64(0)) { $0 + $1.completions }
+        let cpuFigures = cpu.finish(requests: recorded)
         for c in connections { await c.close() }
         var result = RunResult(
             latency: LatencyHistogram(), timeline: Timeline(origin: measureStart), errors: [:], measuredRequests: 0,
@@ -104,6 +112,7 @@ public struct LoadRunner: Sendable {
             lastCompletion = max(lastCompletion, part.lastCompletion)
         }
         result.measuredNanoseconds = lastCompletion - measureStart
+        result.cpu = cpuFigures
         result.redemptions.sort { $0.requestIndex < $1.requestIndex }
         return result
     }
@@ -116,6 +125,19 @@ public struct LoadRunner: Sendable {
     ) async {
         let issuer = ClosedLoopIssuer(plan: plan, measureStart: measureStart)
         let clock = self.clock
+        let callbacks = connections.compactMap { $0 as? any CallbackLoadConnection }
+        if plan.retryUnavailableSeconds == nil, callbacks.count == connections.count {
+            // Each answer sends the next request from the connection's own thread: no task switch per call.
+            await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+                let latch = Latch(callbacks.count * depth) { finished.resume() }
+                for (k, connection) in callbacks.enumerated() {
+                    for _ in 0..<depth {
+                        Self.issue(connection, recorders[k], issuer, clock, request, latch, now: clock.now())
+                    }
+                }
+            }
+            return
+        }
         await withDiscardingTaskGroup { group in
             for (k, connection) in connections.enumerated() {
                 let recorder = recorders[k]
@@ -135,6 +157,30 @@ public struct LoadRunner: Sendable {
                     }
                 }
             }
+        }
+    }
+
+    /// One closed-loop slot of a callback connection: sends the next request; its answer records it and sends the
+    /// next, until the issuer says the run is over or the connection is lost (then the slot counts down `latch`).
+    /// `now` is the send time (the previous answer's completion: one clock read per request).
+    static func issue(
+        _ connection: any CallbackLoadConnection, _ recorder: Recorder, _ issuer: ClosedLoopIssuer,
+        _ clock: any LoadClock, _ request: @escaping @Sendable (Int) -> LoadRequest, _ latch: Latch,
+        now sentAt: UInt64
+    ) {
+        guard let index = issuer.next(now: sentAt) else {
+            latch.countDown()
+            return
+        }
+        connection.start(request(index)) { outcome in
+            let completedAt = clock.now()
+            recorder.record(index: index, startedAt: sentAt, completedAt: completedAt, outcome)
+            // As in the task-per-slot loop: a lost connection retires the slot instead of spinning.
+            if case .transportError = outcome {
+                latch.countDown()
+                return
+            }
+            issue(connection, recorder, issuer, clock, request, latch, now: completedAt)
         }
     }
 
@@ -266,6 +312,26 @@ final class ClosedLoopIssuer: Sendable {
     }
 }
 
+/// Runs `done` once, when `countDown` was called `count` times (the closed loop's callback slots finishing).
+final class Latch: Sendable {
+    private let remaining: Mutex<Int>
+    private let done: @Sendable () -> Void
+
+    init(_ count: Int, done: @escaping @Sendable () -> Void) {
+        remaining = Mutex(count)
+        self.done = done
+        if count == 0 { done() }
+    }
+
+    func countDown() {
+        let last = remaining.withLock { n -> Bool in
+            n -= 1
+            return n == 0
+        }
+        if last { done() }
+    }
+}
+
 /// A counting semaphore for the open loop's in-flight cap of one connection.
 final class Slots: Sendable {
     private struct State {
@@ -364,6 +430,9 @@ final class Recorder: Sendable {
     }
 
     func take() -> Part { state.withLock { $0 } }
+
+    /// Completions recorded so far, warm-up included.
+    var completions: UInt64 { state.withLock { $0.measured + $0.warmup } }
 }
 
 /// How retrying -32050 answers went (``LoadPlan/retryUnavailableSeconds``).

@@ -35,8 +35,9 @@ public struct RPCLoadConnector: LoadConnector {
     }
 }
 
-/// One authenticated client connection; calls pipeline on it.
-struct RPCLoadConnection: LoadConnection {
+/// One authenticated client connection; calls pipeline on it. Under a closed loop the runner uses
+/// ``start(_:_:)``: the answer is handled on the client's event loop thread, which sends the next request.
+struct RPCLoadConnection: CallbackLoadConnection {
     let client: RPCClient
     let timeout: Duration?
 
@@ -50,14 +51,30 @@ struct RPCLoadConnection: LoadConnection {
                 result = try await client.call(method: request.method, params: params)
             }
             return Self.outcome(method: request.method, result: result)
-        } catch let error as RPCError {
-            return .rpcError(code: error.code)
         } catch {
-            return .transportError(String(describing: error))
+            return Self.outcome(failure: error)
+        }
+    }
+
+    func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void) {
+        let method = request.method
+        // No params member for none (system.ping): the line a minimal client sends, `{"jsonrpc","method","id"}`.
+        let params: JSONValue? = request.params.isEmpty ? nil : .object(request.params)
+        client.send(method: method, params: params, timeout: timeout) { result in
+            switch result {
+            case .success(let value): done(Self.outcome(method: method, result: value))
+            case .failure(let error): done(Self.outcome(failure: error))
+            }
         }
     }
 
     func close() async { client.close() }
+
+    /// An error response keeps its code; anything else (connection lost, timeout) is a transport error.
+    static func outcome(failure error: any Error) -> CallOutcome {
+        if let error = error as? RPCError { return .rpcError(code: error.code) }
+        return .transportError(String(describing: error))
+    }
 
     /// A result mapped to an outcome: `codes.redeem` results with a redemption id become `.redeemed`, `offers.sign`
     /// results `.signed` with their nonce (V1's `nonce`, or the JWS payload's).

@@ -62,6 +62,47 @@ public struct ModelSummary: Sendable, Equatable, Codable {
     }
 }
 
+/// CPU per 1,000 requests of `offer-load` itself and of the gateway process(es) it drove, sampled from `/proc` over
+/// the whole run (warm-up included, setup and checks not): whether the harness, not the gateway, was the bottleneck.
+public struct CPUSummary: Sendable, Equatable, Codable {
+    /// The requests the CPU time is spread over (warm-up and measured completions).
+    public let requests: UInt64
+    /// `offer-load`'s own user + system CPU, ms per 1,000 requests.
+    public let offerLoadMsPer1000: Double
+    /// The gateways' user + system CPU, ms per 1,000 requests; nil when no gateway process was found on this host
+    /// (another host, or `--gateway-pid` not given for an address that cannot be traced).
+    public let gatewayMsPer1000: Double?
+    /// The gateway processes sampled.
+    public let gatewayPIDs: [Int32]
+    /// offer-load's CPU over the gateways': well below 1 means the harness was not the bottleneck.
+    public let harnessToGateway: Double?
+
+    public init(_ f: CPUFigures) {
+        requests = f.requests
+        offerLoadMsPer1000 = f.perThousand(f.offerLoadNanoseconds)
+        gatewayMsPer1000 = f.gatewayNanoseconds.map { f.perThousand($0) }
+        gatewayPIDs = f.gatewayPIDs
+        if let g = f.gatewayNanoseconds, g > 0 {
+            harnessToGateway = Double(f.offerLoadNanoseconds) / Double(g)
+        } else {
+            harnessToGateway = nil
+        }
+    }
+
+    /// E.g. `offer-load 1.52 ms, gateway 6.10 ms (pid 4242); harness/gateway 0.25`.
+    public var text: String {
+        var out = "offer-load \(Format.fixed(offerLoadMsPer1000, digits: 2)) ms"
+        if let g = gatewayMsPer1000 {
+            let pids = gatewayPIDs.map(String.init).joined(separator: ", ")
+            out += ", gateway \(Format.fixed(g, digits: 2)) ms (pid\(gatewayPIDs.count > 1 ? "s" : "") \(pids))"
+        } else {
+            out += ", gateway not measured (not found on this host; --gateway-pid)"
+        }
+        if let r = harnessToGateway { out += "; harness/gateway \(Format.fixed(r, digits: 2))" }
+        return out
+    }
+}
+
 /// Everything `offer-load` reports about one run; its JSON form is what `--json` prints.
 public struct RunReport: Sendable, Equatable, Codable {
     /// The scenario name (`redeem-hot`, `mixed(best=70,sign=30)`).
@@ -86,6 +127,8 @@ public struct RunReport: Sendable, Equatable, Codable {
     public let invariants: InvariantReport?
     /// How retrying -32050 answers went (`--retry-unavailable`); nil when the run did not retry.
     public let retries: RetryFigures?
+    /// CPU per 1,000 requests of offer-load and the gateway; nil only for results made without sampling.
+    public let cpu: CPUSummary?
     /// 0, or 2 when an invariant was breached.
     public let exitStatus: Int32
 
@@ -103,6 +146,7 @@ public struct RunReport: Sendable, Equatable, Codable {
         timeline = result.timeline.points
         histogram = result.latency.buckets
         self.invariants = invariants
+        cpu = result.cpu.map(CPUSummary.init)
         exitStatus = invariants?.exitStatus ?? 0
     }
 

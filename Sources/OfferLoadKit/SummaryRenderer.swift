@@ -33,6 +33,7 @@ public enum SummaryRenderer {
                         + Format.micros(retries.longestWaitNanoseconds / 1_000)
                 ))
         }
+        if let cpu = r.cpu { rows.append(("cpu / 1k requests", cpu.text)) }
         var out = table(rows)
         out += "\nlatency (\(Format.number(r.latency.count)) samples, < 0.8 % bucket error)\n"
         let l = r.latency

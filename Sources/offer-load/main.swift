@@ -55,6 +55,11 @@ let offerLoadCommand = CommandSpec(
             "retry-unavailable", "S",
             "Closed loop: send a request answered -32050 again, unchanged (same idempotency key), for up to S seconds "
                 + "after its first send (riding out a database failover)"),
+        .option(
+            "gateway-pid", "PID",
+            "A gateway process whose CPU per request the report shows (default: traced from the local addresses: "
+                + "the Unix socket's peer, the process listening on a loopback TCP port); repeatable",
+            repeatable: true),
         .option("admin-key", "KEY", "Admin API key for the setup and the checks", environment: "OFFERGATE_ADMIN_KEY"),
         .option("tenant", "SLUG", "Slug of the tenant to create (default: load-<run tag>)"),
         .option("products", "N", "Products in the synthetic catalog", default: "20"),
@@ -96,6 +101,13 @@ struct Invocation {
     let callTimeout: Double
     /// The formats `sign` alternates between.
     let signFormats: [String]
+    /// `--gateway-pid`, if given: the processes whose CPU the report shows.
+    let gatewayPIDs: [Int32]
+
+    /// The gateway processes to sample while loading `targets`: `--gateway-pid`, else those traced from them.
+    func gatewayPIDs(serving targets: [String]) -> [Int32] {
+        gatewayPIDs.isEmpty ? ProcessCPU.serverPIDs(of: targets) : gatewayPIDs
+    }
 }
 
 func parseInvocation(_ parsed: ParsedCommand) throws -> Invocation {
@@ -150,9 +162,16 @@ func parseInvocation(_ parsed: ParsedCommand) throws -> Invocation {
         _ = try parsed.integer("success-rate", in: 0...100)
         _ = try parsed.integer("subscribers", in: 1...10_000_000)
     }
+    var gatewayPIDs: [Int32] = []
+    for text in parsed.values("gateway-pid") {
+        guard let pid = Int32(text), pid > 0 else {
+            throw UsageError("--gateway-pid takes a process id above 0", command: [])
+        }
+        gatewayPIDs.append(pid)
+    }
     return Invocation(
         scenario: scenario, plan: plan, parsed: parsed, setupOptions: options, callTimeout: timeout,
-        signFormats: signFormats)
+        signFormats: signFormats, gatewayPIDs: gatewayPIDs)
 }
 
 /// The retention scenario: bodies signed before the run, one HTTP connection (libcurl, keep-alive) per load
@@ -179,7 +198,8 @@ func runRetention(_ inv: Invocation, setup: SetupResult, say: @escaping @Sendabl
     plan.targets = parsed.values("http")
     let request = try inv.scenario.requests(setup.fixture)
     say("running retention: \(ModelSummary(plan).text) against \(plan.targets.joined(separator: ", "))")
-    let result = try await LoadRunner(connector: connector).run(plan, request: request)
+    let result = try await LoadRunner(connector: connector, gatewayPIDs: inv.gatewayPIDs(serving: plan.targets))
+        .run(plan, request: request)
     let report = RunReport(scenario: inv.scenario.name, plan: plan, result: result, invariants: nil)
     let concurrency: Int
     switch inv.plan.model {
@@ -319,7 +339,8 @@ func run(_ inv: Invocation) async throws -> Int32 {
         plan.targets = overHTTP
         connector = HTTPLoadConnector(apiKey: setup?.apiKey, callTimeout: callTimeout)
     }
-    let result = try await LoadRunner(connector: connector).run(plan, request: request)
+    let result = try await LoadRunner(connector: connector, gatewayPIDs: inv.gatewayPIDs(serving: plan.targets))
+        .run(plan, request: request)
 
     var invariants: InvariantReport?
     if let setup, inv.scenario.redeems {

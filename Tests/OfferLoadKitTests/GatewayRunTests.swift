@@ -97,9 +97,23 @@ import Testing
             let plan = LoadPlan(
                 model: .closed(connections: 2, depth: 8), stop: .requests(300), targets: [gateway.address])
             let ping = try Scenario(kind: .ping).requests(ScenarioFixture(runTag: "t"))
-            let result = try await LoadRunner(connector: RPCLoadConnector(apiKey: nil)).run(plan, request: ping)
+            // The gateway behind the socket is found (SO_PEERCRED) and its CPU sampled beside offer-load's.
+            let pids = ProcessCPU.serverPIDs(of: [gateway.address])
+            #expect(pids == [gateway.process.pid])
+            let result = try await LoadRunner(connector: RPCLoadConnector(apiKey: nil), gatewayPIDs: pids)
+                .run(plan, request: ping)
             #expect(result.measuredSuccesses == 300)
             #expect(result.errors.isEmpty)
+            let cpu = try #require(result.cpu)
+            #expect(cpu.requests == 300)
+            #expect(cpu.gatewayPIDs == pids)
+            #expect(cpu.gatewayNanoseconds != nil)
+            let report = RunReport(scenario: "ping", plan: plan, result: result)
+            let summary = try #require(report.cpu)
+            #expect(summary.gatewayMsPer1000 != nil)
+            #expect(SummaryRenderer.render(report).contains("(pid \(gateway.process.pid))"))
+            #expect(report.json().contains("\"offerLoadMsPer1000\""))
+            #expect(HTMLReport.render(report).contains("CPU per 1,000 requests"))
 
             // offers.best on an unauthenticated connection: every answer is -32001, counted by code.
             let fixture = ScenarioFixture(runTag: "t", customers: ["c1"], products: ["p0"])

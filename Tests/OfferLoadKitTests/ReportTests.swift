@@ -40,6 +40,34 @@ let samplePlan = LoadPlan(
         #expect(r.invariants == nil)
     }
 
+    @Test func cpuPerThousandRequestsIsInTheSummaryTheJSONAndTheHTML() throws {
+        var result = sampleResult()
+        // 3,042 requests (warm-up included): 1.5 ms of offer-load and 6 ms of gateway CPU per 1,000.
+        result.cpu = CPUFigures(
+            requests: 3_042, offerLoadNanoseconds: 4_563_000, gatewayNanoseconds: 18_252_000, gatewayPIDs: [4242])
+        let r = RunReport(scenario: "ping", plan: samplePlan, result: result)
+        let cpu = try #require(r.cpu)
+        #expect(abs(cpu.offerLoadMsPer1000 - 1.5) < 1e-9)
+        #expect(abs((cpu.gatewayMsPer1000 ?? 0) - 6) < 1e-9)
+        #expect(abs((cpu.harnessToGateway ?? 0) - 0.25) < 1e-9)
+        let line = "offer-load 1.50 ms, gateway 6.00 ms (pid 4242); harness/gateway 0.25"
+        #expect(cpu.text == line)
+        #expect(SummaryRenderer.render(r).contains("cpu / 1k requests  \(line)"))
+        #expect(HTMLReport.render(r).contains("<th>CPU per 1,000 requests</th><td>\(line)</td>"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.json().utf8)) as? [String: Any])
+        let json = try #require(object["cpu"] as? [String: Any])
+        #expect(json["gatewayPIDs"] as? [Int] == [4242])
+        #expect(json["requests"] as? Int == 3_042)
+        #expect(try JSONDecoder().decode(RunReport.self, from: Data(r.json().utf8)) == r)
+
+        // No gateway found on this host: offer-load's own figure still, and the gap said.
+        result.cpu = CPUFigures(
+            requests: 3_042, offerLoadNanoseconds: 4_563_000, gatewayNanoseconds: nil, gatewayPIDs: [])
+        let alone = try #require(RunReport(scenario: "ping", plan: samplePlan, result: result).cpu)
+        #expect(alone.text == "offer-load 1.50 ms, gateway not measured (not found on this host; --gateway-pid)")
+        #expect(alone.harnessToGateway == nil)
+    }
+
     @Test func jsonRoundTripsWithStableKeys() throws {
         let inv = InvariantReport(checked: ["x"], breaches: [.overLimit(campaignId: "c", limit: 1, recorded: 2)])
         let r = RunReport(scenario: "redeem-hot", plan: samplePlan, result: sampleResult(), invariants: inv)
