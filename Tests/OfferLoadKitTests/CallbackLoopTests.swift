@@ -22,7 +22,7 @@ final class ThreadedCallbackConnection: CallbackLoadConnection {
     var maxInFlight: Int { state.withLock { $0.maxInFlight } }
 
     func call(_ request: LoadRequest) async -> CallOutcome {
-        Issue.record("the closed loop should use start(_:_:) on a callback connection")
+        Issue.record("the load loops should use start(_:_:) on a callback connection")
         return .transportError("unexpected")
     }
 
@@ -74,6 +74,29 @@ final class CallbackConnector: LoadConnector {
         let cpu = try #require(result.cpu)
         #expect(cpu.requests == 2_000)
         #expect(cpu.gatewayNanoseconds == nil)
+    }
+
+    @Test func openLoopOverCallbacksSendsEveryScheduledRequestAndWaitsForEveryAnswer() async throws {
+        // Answers take a while (2 ms), so requests are still out when the schedule ends: the run must wait for
+        // them, and a connection's in-flight cap (3) must hold with no task per request.
+        let connections = [
+            ThreadedCallbackConnection(respond: { _ in
+                usleep(2_000)
+                return .success
+            }),
+            ThreadedCallbackConnection(respond: { n in n % 10 == 0 ? .rpcError(code: -32029) : .success }),
+        ]
+        let plan = LoadPlan(
+            model: .open(connections: 2, rate: 2_000, maxInFlight: 3), stop: .requests(400), targets: ["x", "y"])
+        let result = try await LoadRunner(connector: CallbackConnector(connections)).run(plan) { _ in
+            LoadRequest(method: "system.ping", params: [:])
+        }
+        #expect(result.measuredRequests == 400)
+        #expect(result.latency.count == 400)
+        #expect(connections.map(\.calls) == [200, 200])
+        #expect(result.errors == ["-32029": 20])
+        #expect(result.measuredSuccesses == 380)
+        #expect(connections.allSatisfy { $0.maxInFlight <= 3 })
     }
 
     @Test func aLostConnectionRetiresItsSlotsAndErrorsAreCountedByCode() async throws {
