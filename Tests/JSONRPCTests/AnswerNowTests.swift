@@ -85,21 +85,14 @@ import Testing
     }
 
     @Test func stdioWritesAnswersGivenAtOnce() async throws {
-        var toServer: [Int32] = [0, 0]
-        var fromServer: [Int32] = [0, 0]
-        #expect(pipe(&toServer) == 0)
-        #expect(pipe(&fromServer) == 0)
         let handler = TestHandler()
-        let server = try RPCServer(handler: handler)
-        let (serverInput, serverOutput) = (toServer[0], fromServer[1])
-        let served = Task { await server.serveStdio(input: serverInput, output: serverOutput) }
-        let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
+        let pair = try await StdioPair.start(handler: handler)
+        let (client, served) = (pair.client, pair.served)
         #expect(try await client.call(method: "now", params: ["x": 1]) == ["now": ["x": 1]])
         #expect(try await client.call(method: "maybeNow", params: ["now": false]) == ["later": ["now": false]])
         client.finishWriting()
         await served.value
-        close(serverInput)
-        close(serverOutput)
+        pair.closeServerEnds()
         #expect(handler.answeredNow.withLock { ($0.count, $0.inTasks) } == (1, 0))
         #expect(handler.handledLater.load(ordering: .relaxed) == 1)
     }

@@ -401,22 +401,9 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
 
 @Suite struct StdioTests {
     @Test func servesOverAPipePairAndFinishesInFlightAtEOF() async throws {
-        var toServer: [Int32] = [0, 0]
-        var fromServer: [Int32] = [0, 0]
-        #expect(pipe(&toServer) == 0)
-        #expect(pipe(&fromServer) == 0)
         let handler = TestHandler()
-        let server = try RPCServer(
-            handler: handler,
-            configuration: {
-                var c = RPCServerConfiguration()
-                c.maxFrameBytes = 1024
-                return c
-            }())
-        let serverInput = toServer[0]
-        let serverOutput = fromServer[1]
-        let served = Task { await server.serveStdio(input: serverInput, output: serverOutput) }
-        let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
+        let pair = try await StdioPair.start(handler: handler, configuration: serverConfig { $0.maxFrameBytes = 1024 })
+        let (client, served) = (pair.client, pair.served)
         #expect(try await client.call(method: "echo", params: ["x": true]) == ["x": true])
 
         let steps = Mutex<Int>(0)
@@ -434,21 +421,14 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         await served.value
         #expect(await eventually { handler.endedSessions.load(ordering: .relaxed) == 1 })
         #expect(!handler.cancelled.isSignalled)
-        close(serverInput)
-        close(serverOutput)
+        pair.closeServerEnds()
         #expect(try await client.nextRawLine(timeout: .seconds(5)) == nil)
     }
 
     @Test func shutdownStopsReadingStdioThenCancelsWhatOutlivesTheGracePeriod() async throws {
-        var toServer: [Int32] = [0, 0]
-        var fromServer: [Int32] = [0, 0]
-        #expect(pipe(&toServer) == 0)
-        #expect(pipe(&fromServer) == 0)
         let handler = TestHandler()
-        let server = try RPCServer(handler: handler)
-        let (serverInput, serverOutput) = (toServer[0], fromServer[1])
-        let served = Task { await server.serveStdio(input: serverInput, output: serverOutput) }
-        let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
+        let pair = try await StdioPair.start(handler: handler)
+        let (server, client, served) = (pair.server, pair.client, pair.served)
         try client.sendRaw("{\"jsonrpc\":\"2.0\",\"method\":\"waitForCancel\",\"id\":\"w\"}")
         #expect(await handler.waiting.wait())
         let started = ContinuousClock.now
@@ -461,7 +441,6 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         #expect(await handler.cancelled.wait())
         #expect(await handler.sessionEnd.wait())
         client.close()
-        close(serverInput)
-        close(serverOutput)
+        pair.closeServerEnds()
     }
 }

@@ -193,3 +193,33 @@ func serverConfig(_ change: (inout RPCServerConfiguration) -> Void) -> RPCServer
     change(&configuration)
     return configuration
 }
+
+/// A server serving stdio over a pipe pair (`serveStdio` on its own task) and a client attached to the other ends.
+struct StdioPair {
+    let server: RPCServer<TestHandler>
+    let client: RPCClient
+    let served: Task<Void, Never>
+    let serverInput: Int32
+    let serverOutput: Int32
+
+    static func start(handler: TestHandler, configuration: RPCServerConfiguration = RPCServerConfiguration())
+        async throws -> StdioPair
+    {
+        var toServer: [Int32] = [0, 0]
+        var fromServer: [Int32] = [0, 0]
+        #expect(pipe(&toServer) == 0)
+        #expect(pipe(&fromServer) == 0)
+        let server = try RPCServer(handler: handler, configuration: configuration)
+        let (serverInput, serverOutput) = (toServer[0], fromServer[1])
+        let served = Task { await server.serveStdio(input: serverInput, output: serverOutput) }
+        let client = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
+        return StdioPair(
+            server: server, client: client, served: served, serverInput: serverInput, serverOutput: serverOutput)
+    }
+
+    /// Closes the server's ends of the pipes (the descriptors `serveStdio` leaves open).
+    func closeServerEnds() {
+        close(serverInput)
+        close(serverOutput)
+    }
+}
