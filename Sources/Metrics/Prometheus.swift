@@ -138,6 +138,15 @@ struct SeriesTable<Value> {
     }
 }
 
+extension SeriesTable where Value == Double {
+    /// One `name{labels} value` line per series, in the order they were first set (counters and gauges).
+    func render(name: String, labels: [String], into out: inout String) {
+        for key in order {
+            out += "\(name)\(MetricsRegistry.labelText(labels, key)) \(MetricsRegistry.number(series[key] ?? 0))\n"
+        }
+    }
+}
+
 /// A monotonically increasing count.
 public final class Counter: MetricFamily {
     let name: String
@@ -165,10 +174,7 @@ public final class Counter: MetricFamily {
     }
 
     func render(into out: inout String) {
-        let (order, series) = table.withLock { ($0.order, $0.series) }
-        for key in order {
-            out += "\(name)\(MetricsRegistry.labelText(labels, key)) \(MetricsRegistry.number(series[key] ?? 0))\n"
-        }
+        table.withLock { $0 }.render(name: name, labels: labels, into: &out)
     }
 }
 
@@ -196,10 +202,7 @@ public final class Gauge: MetricFamily {
     }
 
     func render(into out: inout String) {
-        let (order, series) = table.withLock { ($0.order, $0.series) }
-        for key in order {
-            out += "\(name)\(MetricsRegistry.labelText(labels, key)) \(MetricsRegistry.number(series[key] ?? 0))\n"
-        }
+        table.withLock { $0 }.render(name: name, labels: labels, into: &out)
     }
 }
 
