@@ -62,13 +62,15 @@ public final class Gateway: RPCHandler {
     {
         let started = ContinuousClock.now
         guard let method = methods[request.method] else {
-            return finished(request, session: session, tenant: nil, started: started, .methodNotFound(request.method))
+            return finished(
+                request, session: session, tenant: nil, started: started, .failure(.methodNotFound(request.method)))
         }
         let tenant = session.principal.tenantSlug
         do {
             try admit(method, session: session)
             let context = MethodContext(request: request, session: session, rpc: context, gateway: self)
-            return finished(request, session: session, tenant: tenant, started: started, try await method.run(context))
+            return finished(
+                request, session: session, tenant: tenant, started: started, .success(try await method.run(context)))
         } catch {
             return finished(request, session: session, tenant: tenant, started: started, error: error)
         }
@@ -91,9 +93,7 @@ public final class Gateway: RPCHandler {
                 if let limited { limiter.giveBack(tenant: limited) }
                 return nil
             }
-            return finished(
-                request, session: session, tenant: tenant, started: started, .success(value), detail: nil,
-                atOnce: true)
+            return finished(request, session: session, tenant: tenant, started: started, .success(value), atOnce: true)
         } catch {
             return finished(request, session: session, tenant: tenant, started: started, error: error, atOnce: true)
         }
@@ -112,13 +112,6 @@ public final class Gateway: RPCHandler {
 
     private func finished(
         _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
-        _ value: JSONValue
-    ) -> Result<JSONValue, RPCError> {
-        finished(request, session: session, tenant: tenant, started: started, .success(value), detail: nil)
-    }
-
-    private func finished(
-        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
         error: any Error, atOnce: Bool = false
     ) -> Result<JSONValue, RPCError> {
         let rendered = renderedError(error)
@@ -127,17 +120,10 @@ public final class Gateway: RPCHandler {
             detail: rendered.failureDetail, atOnce: atOnce)
     }
 
-    private func finished(
-        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
-        _ error: RPCError
-    ) -> Result<JSONValue, RPCError> {
-        finished(request, session: session, tenant: tenant, started: started, .failure(error), detail: nil)
-    }
-
     /// Every answer's stats and log line, whichever path gave it.
     private func finished(
         _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
-        _ outcome: Result<JSONValue, RPCError>, detail: String?, atOnce: Bool = false
+        _ outcome: Result<JSONValue, RPCError>, detail: String? = nil, atOnce: Bool = false
     ) -> Result<JSONValue, RPCError> {
         let elapsed = ContinuousClock.now - started
         let micros =

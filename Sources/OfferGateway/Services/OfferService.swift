@@ -144,7 +144,8 @@ struct OfferService: Sendable {
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
         let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
         let inputs = try await caches.inputs(tenant: tenant.id, customerId: query.customerId)
-        let answer = try remembered(query, inputs, countMiss: true) ?? decide(query, inputs)
+        let scope = try query.scope(in: inputs.0.catalog)
+        let answer = try remembered(query, scope, inputs, countMiss: true) ?? decide(query, scope, inputs)
         return counted(answer, query)
     }
 
@@ -153,7 +154,7 @@ struct OfferService: Sendable {
     func bestNow(_ request: BestRequest, tenant: TenantRecord) throws -> BestOfferAnswer? {
         let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
         guard let inputs = caches.cachedInputs(tenant: tenant.id, customerId: query.customerId),
-            let answer = try remembered(query, inputs, countMiss: false)
+            let answer = try remembered(query, query.scope(in: inputs.0.catalog), inputs, countMiss: false)
         else { return nil }
         caches.recordInputsHit()
         return counted(answer, query)
@@ -179,6 +180,11 @@ struct OfferService: Sendable {
             self.at = at
         }
 
+        /// The product or group asked about, in this catalog (an unknown one, or neither or both given, throws).
+        func scope(in catalog: Catalog) throws -> BestOffer.Scope {
+            try OfferService.scope(productId: productId, groupId: groupId, in: catalog)
+        }
+
         func memoKey(_ scope: BestOffer.Scope) -> DecisionMemo.Key {
             DecisionMemo.Key(
                 tenant: tenant, customerId: customerId, scope: scope, locale: locale.identifier,
@@ -188,20 +194,19 @@ struct OfferService: Sendable {
 
     /// The answer remembered for this question over exactly these inputs, if it still holds.
     private func remembered(
-        _ query: BestQuery, _ inputs: (CatalogSnapshot, TransactionsSnapshot), countMiss: Bool
-    ) throws -> BestOfferAnswer? {
-        let scope = try Self.scope(productId: query.productId, groupId: query.groupId, in: inputs.0.catalog)
-        return caches.decisions.answer(
+        _ query: BestQuery, _ scope: BestOffer.Scope, _ inputs: (CatalogSnapshot, TransactionsSnapshot),
+        countMiss: Bool
+    ) -> BestOfferAnswer? {
+        caches.decisions.answer(
             query.memoKey(scope), catalog: inputs.0, transactions: inputs.1, at: query.at, countMiss: countMiss)
     }
 
     /// Decides and remembers.
-    private func decide(_ query: BestQuery, _ inputs: (CatalogSnapshot, TransactionsSnapshot)) throws
-        -> BestOfferAnswer
-    {
+    private func decide(
+        _ query: BestQuery, _ scope: BestOffer.Scope, _ inputs: (CatalogSnapshot, TransactionsSnapshot)
+    ) throws -> BestOfferAnswer {
         let (catalogSnapshot, transactions) = inputs
         let catalog = catalogSnapshot.catalog
-        let scope = try Self.scope(productId: query.productId, groupId: query.groupId, in: catalog)
         let history = CustomerService.history(catalog: catalogSnapshot, transactions: transactions, at: query.at)
         // The key holds the plan asked for: a plan from Apple's data is a function of the transactions snapshot
         // (its latest renewal info, whatever `at`), which a remembered answer is tied to by identity.
