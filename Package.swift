@@ -29,13 +29,15 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // <sys/epoll.h>, which Swift's Glibc module does not export (header only: glibc has the functions).
         .systemLibrary(name: "CEpoll"),
+        // posix_spawn's close-from file action, which Swift's Glibc module does not export (header only).
+        .systemLibrary(name: "CSpawn"),
         // MARK: HTTP (issue 13): libmicrohttpd serves, libcurl is the harness's and the tests' client
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // MARK: Adapters
         .target(name: "OfferCrypto", dependencies: ["CCrypto", "ByteCoding"]),
-        .target(name: "Postgres", dependencies: ["CLibPQ", "CivilTime", "ByteCoding"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CSpawn", "CivilTime", "ByteCoding"]),
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
         .target(name: "JSONRPC", dependencies: ["CEpoll", "CivilTime", "ByteCoding"]),
         .target(name: "CLIKit"),
@@ -57,7 +59,8 @@ let package = Package(
         .executableTarget(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC", "HTTPServer"]),
-        .executableTarget(name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain", "ByteCoding"]),
+        .executableTarget(
+            name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain", "ByteCoding", "CSpawn"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),
@@ -65,7 +68,7 @@ let package = Package(
         // MARK: Tests (mirror the sources)
         // Test-only support (fresh databases, restartable PostgreSQL clusters, spawning built binaries): used by the
         // test targets only, never by a shipped executable.
-        .target(name: "OfferTestSupport", dependencies: ["Postgres"]),
+        .target(name: "OfferTestSupport", dependencies: ["Postgres", "CSpawn"]),
         .testTarget(name: "CivilTimeTests", dependencies: ["CivilTime"]),
         .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
         .testTarget(name: "OfferDomainTests", dependencies: ["OfferDomain"]),

@@ -1,6 +1,7 @@
 // How offerctl reaches a gateway: a socket (--connect / OFFERGATE_CONNECT), or an `offergate serve --stdio` child
 // it starts itself and speaks to over pipes. Then it authenticates with the admin key.
 import CLIKit
+import CSpawn
 import Foundation
 import JSONRPC
 import Synchronization
@@ -241,9 +242,10 @@ final class ChildProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        // dup2 clears close-on-exec on 0 and 1; every other pipe end stays close-on-exec.
+        // dup2 clears close-on-exec on 0 and 1; every other descriptor is closed in the child (stderr stays ours).
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {

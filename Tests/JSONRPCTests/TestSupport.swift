@@ -153,11 +153,24 @@ func withServer<R>(
 }
 
 /// Reads raw lines until one parses; helper that fails on timeout/EOF.
-func nextValue(_ client: RPCClient, timeout: Duration = .seconds(10)) async throws -> JSONValue {
+func nextValue(_ client: RPCClient, timeout: Duration = .seconds(30)) async throws -> JSONValue {
     guard let value = try await client.nextRawValue(timeout: timeout) else {
         throw JSONRPCError(.connectionClosed, "EOF while waiting for a line")
     }
     return value
+}
+
+/// Waits for `process` to exit on a thread of its own and returns its status. `waitUntilExit` blocks its thread,
+/// and the cooperative pool has only as many threads as the machine has cores, which every test running beside
+/// this one needs.
+func exitStatus(of process: Process) async -> Int32 {
+    await withCheckedContinuation { continuation in
+        let thread = Thread {
+            process.waitUntilExit()
+            continuation.resume(returning: process.terminationStatus)
+        }
+        thread.start()
+    }
 }
 
 /// A one-shot event a test waits for with a deadline: `wait` is woken by `signal`, it does not poll.

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 
 #if canImport(Glibc)
@@ -162,6 +163,8 @@ public struct EmbeddedPostgres: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, outputFD, 1)
         posix_spawn_file_actions_adddup2(&actions, outputFD, 2)
+        // The server outlives this call: it must not hold the caller's sockets or pipes open.
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         var cArgs = argv.map { strdup($0) } + [nil]
         defer { for pointer in cArgs { free(pointer) } }
         var pid: pid_t = 0
