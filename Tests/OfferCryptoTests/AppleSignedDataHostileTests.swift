@@ -176,9 +176,15 @@ struct AppleSignedDataHostileTests {
         }
         headers.append("{\"x5c\":\(quoted(x5c))}")
         let derOfLeaf = Data(base64Encoded: x5c[0]) ?? Data()
+        // A certificate in the base64url alphabet (x5c is standard base64). The test CA's keys are new each run and
+        // a certificate's text may have no '+' or '/' to change (a leaf had none in about one run of 25), so the
+        // first of the three that has one is the one rewritten: the chance that none has is about 1 in 10^9.
+        let rewritable = try #require(x5c.firstIndex { $0.contains("+") || $0.contains("/") })
+        var urlAlphabet = x5c
+        urlAlphabet[rewritable] = x5c[rewritable].replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
         let badCertificates: [[String]] = [
-            [], [x5c[0]], [x5c[0], x5c[1]], x5c + [x5c[2]], Array(repeating: x5c[0], count: 100),
-            [x5c[0].replacingOccurrences(of: "+", with: "-"), x5c[1], x5c[2]],
+            [], [x5c[0]], [x5c[0], x5c[1]], x5c + [x5c[2]], Array(repeating: x5c[0], count: 100), urlAlphabet,
             [String(x5c[0].dropLast(4)), x5c[1], x5c[2]], [x5c[0] + "====", x5c[1], x5c[2]],
             [String(x5c[0].prefix(64)) + "\n" + String(x5c[0].dropFirst(64)), x5c[1], x5c[2]],
             [Data(derOfLeaf.prefix(derOfLeaf.count - 1)).base64EncodedString(), x5c[1], x5c[2]],

@@ -102,12 +102,14 @@ struct StdioTests {
                 separator: "\n")
             try client.sendRaw(lines)
             var ids = Set<String>()
-            for _ in 0..<10 { ids.insert(try #require(try await client.nextRawValue())["id"]?.stringValue ?? "") }
+            for _ in 0..<10 {
+                ids.insert(try #require(try await client.nextRawValue(timeout: .seconds(30)))["id"]?.stringValue ?? "")
+            }
             #expect(ids == Set((0..<10).map { "p\($0)" }))
             // a request still in flight at EOF is answered before exit
             try client.sendRaw(#"{"jsonrpc":"2.0","id":"last","method":"system.health"}"#)
             let status = await gw.finish()
-            let last = try await client.nextRawValue()
+            let last = try await client.nextRawValue(timeout: .seconds(30))
             #expect(last?["id"]?.stringValue == "last")
             #expect(last?["result"]?["database"]?.stringValue == "ok")
             #expect(status == 0)
