@@ -7,7 +7,8 @@ import Testing
 
 /// The redemption batch's lookups must stay one index lookup per customer, code and key, whatever the statistics
 /// say: with `= ANY(array)` PostgreSQL 15's generic plan once read every redemption of a hot campaign and filtered
-/// them, per batch (see `CampaignRepository.batchLookups`). Each lookup's generic plan is checked here.
+/// them, per batch (see `CampaignRepository.batchLookups`). Each lookup's generic plan is checked here, the per-item
+/// condition in its index condition (in a filter it would be checked against every row the index returns).
 @Suite("Redemption batch query plans")
 struct RedemptionQueryPlanTests {
     @Test("every batch lookup is an index lookup per item in its generic plan")
@@ -67,9 +68,14 @@ struct RedemptionQueryPlanTests {
                 return plans
             }
             for (plan, condition) in zip(plans, expected) {
-                #expect(plan.contains("Index Cond:") && plan.contains(condition), "plan:\n\(plan)")
+                #expect(Self.indexCondition(of: plan).contains(condition), "plan:\n\(plan)")
                 #expect(!plan.contains("ANY"), "plan:\n\(plan)")
             }
         }
+    }
+
+    /// The plan's `Index Cond:` lines (a condition in a `Filter:` line is checked row by row, not looked up).
+    static func indexCondition(of plan: String) -> String {
+        plan.split(separator: "\n").filter { $0.contains("Index Cond:") }.joined(separator: "\n")
     }
 }
