@@ -44,6 +44,9 @@ final class BatchedReads<Value: Sendable>: Sendable {
     /// Round trips made and keys read by them (for stats and tests).
     var reads: (roundTrips: Int, keys: Int) { counters.withLock { $0 } }
 
+    /// Requests waiting for the next read (for tests).
+    var queued: Int { batches.withLock { $0.queue.count } }
+
     /// The value of `id` of `tenant`, read in the next round trip.
     func value(tenant: UUID, id: String) async throws -> Value {
         try await withCheckedThrowingContinuation { continuation in

@@ -32,7 +32,7 @@ struct RetentionService: Sendable {
 
     /// Coalesced lookups of the customers linked to subscription chains.
     static func links(_ retention: RetentionRepository) -> BatchedReads<String?> {
-        BatchedReads(missing: nil) { tenant, originals in
+        BatchedReads(maxInFlight: 1, missing: nil) { tenant, originals in
             try await retention.customers(originalTransactionIds: originals, tenant: tenant).mapValues { $0 }
         }
     }
@@ -192,7 +192,8 @@ struct RetentionService: Sendable {
         -> Outcome
     {
         let tenant = try await tenant(slug)
-        let settings = try await settings(tenant)
+        let plan = try await settings(tenant)
+        let settings = plan.settings
         let signedPayload = try Self.signedPayload(body)
         let request = try apple.retentionRequest(signedPayload, tenant: tenant)
         // The work stops a little before the budget ends, so the default message still gets out inside it.
@@ -203,7 +204,7 @@ struct RetentionService: Sendable {
             ContinuousClock.now >= deadline
             ? .timedOut
             : await Self.race(until: deadline) { [self] in
-                try await decide(request, tenant: tenant, settings: settings)
+                try await decide(request, tenant: tenant, plan: plan)
             }
         let decision: Decision
         switch decided {
@@ -243,8 +244,8 @@ struct RetentionService: Sendable {
     }
 
     /// The tenant's settings; when the database cannot be reached, the ones last loaded here.
-    private func settings(_ tenant: TenantRecord) async throws -> RetentionSettings {
-        let loaded: RetentionSettings?
+    private func settings(_ tenant: TenantRecord) async throws -> RetentionPlan {
+        let loaded: RetentionPlan?
         do {
             loaded = try await caches.retention.settings(tenant.id)
         } catch {
@@ -290,8 +291,9 @@ struct RetentionService: Sendable {
     }
 
     private func decide(
-        _ request: AppleDataService.RetentionRequest, tenant: TenantRecord, settings: RetentionSettings
+        _ request: AppleDataService.RetentionRequest, tenant: TenantRecord, plan: RetentionPlan
     ) async throws -> Decision {
+        let (settings, messages) = (plan.settings, plan.offerMessages)
         let catalog = try await caches.catalogs.catalog(tenant.id)
         let customerId = try await links.value(tenant: tenant.id, id: request.originalTransactionId)
         var reason = customerId == nil ? "no_customer" : "no_offer"
@@ -300,7 +302,6 @@ struct RetentionService: Sendable {
                 OfferService.BestRequest(
                     customerId: customerId, productId: request.productId, groupId: nil, at: nil, locale: nil,
                     billingPlan: nil), tenant: tenant)
-            let messages = Dictionary(settings.offers.map { ($0.targetId, $0.messageId) }) { first, _ in first }
             // `considered` is in rank order: the first eligible promotional offer with a message is the best one.
             if let pick = best.result.considered.first(where: {
                 $0.rank != nil && $0.offer.type == .promotional && messages[$0.offer.id] != nil
