@@ -332,13 +332,16 @@ struct RetentionTests {
             let stranger = "4999999999999998"
             let originals = subscribers.map(\.1) + [stranger]
             let outcomes = try await withThrowingTaskGroup(of: (String, RetentionService.Outcome).self) { group in
-                for original in originals { group.addTask { (original, try await app.askRetention(original: original)) } }
+                for original in originals {
+                    group.addTask { (original, try await app.askRetention(original: original)) }
+                }
                 return try await group.reduce(into: [String: RetentionService.Outcome]()) { $0[$1.0] = $1.1 }
             }
             #expect(outcomes.count == originals.count)
             for (_, original) in subscribers {
                 guard case .promotionalOffer(_, let jws) = outcomes[original]?.answer else {
-                    Issue.record("\(original): expected a promotional offer, got \(String(describing: outcomes[original]))")
+                    Issue.record(
+                        "\(original): expected a promotional offer, got \(String(describing: outcomes[original]))")
                     continue
                 }
                 let claims = try JSONParsing.parse(CompactJWS(compact: jws).payload)

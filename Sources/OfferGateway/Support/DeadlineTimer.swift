@@ -3,8 +3,9 @@ import Synchronization
 
 /// Runs actions at their deadlines, on one Dispatch timer for all of them: a deadline costs an entry in a heap, not
 /// a task, a sleep or a timer of its own. Made for many short deadlines that are mostly met (Retention Messaging's
-/// budget, one per answer): an entry whose action is no longer wanted is `cancel`led and dropped when it reaches the
-/// top of the heap, so the timer fires about once per deadline that actually passes, not once per entry.
+/// budget, one per answer): an entry whose action is no longer wanted is `cancel`led, and every cancelled entry at the
+/// top of the heap is dropped whenever the timer fires, which then waits for the first entry still pending. Under
+/// load that is a few firings a second (each clears every answer given since the last), not one per entry.
 ///
 /// Actions run on the timer's serial queue, one after another: they must be quick and never block (resume a
 /// continuation, cancel a task).
