@@ -48,7 +48,7 @@ struct BatchedReadsTests {
         let reads = BatchedReads<String?>(maxInFlight: 1, missing: nil) { _, ids in try await gated.read(ids) }
         let tenant = UUID()
         async let first = reads.value(tenant: tenant, id: "a")
-        #expect(await eventually { gated.calls.count == 1 })
+        #expect(await eventually(timeout: .seconds(30)) { gated.calls.count == 1 })
         let ids = ["b", "c", "x1", "d", "c", "x2", "e", "f"]
         let later = Task {
             try await withThrowingTaskGroup(of: (Int, String?).self) { group in
@@ -58,7 +58,7 @@ struct BatchedReadsTests {
                 return try await group.reduce(into: [Int: String?]()) { $0[$1.0] = $1.1 }
             }
         }
-        #expect(await eventually { reads.queued == ids.count })
+        #expect(await eventually(timeout: .seconds(30)) { reads.queued == ids.count })
         gated.release()
         #expect(try await first == "v-a")
         let answers = try await later.value
