@@ -306,7 +306,7 @@ struct RetentionService: Sendable {
             if let pick = best.result.considered.first(where: {
                 $0.rank != nil && $0.offer.type == .promotional && messages[$0.offer.id] != nil
             }), let messageId = messages[pick.offer.id] {
-                // Past the deadline the answer was given already: no signature (and ledger row) for nobody.
+                // Past the deadline the default message is out already: nothing is signed for an answer not given.
                 try Task.checkCancellation()
                 let signed = try await offers.sign(
                     OfferService.SignRequest(
