@@ -60,9 +60,10 @@ public enum TestDatabase {
 /// Waits until `condition` holds, or `timeout` passes; returns its last value. The one deadline-bound wait the
 /// tests share: use it to wait for a state or an event (a notification seen, a pool state, a process answering),
 /// never a fixed sleep. The 20 ms pause is only the interval between two looks; the wait ends at the first look
-/// that sees the condition.
+/// that sees the condition. The default is long because the test process, on 2 cores with every target running,
+/// stalls for seconds at a time; only a failing wait takes that long.
 public func eventually(
-    timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+    timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {

@@ -55,7 +55,7 @@ struct ConnectionDispatcherTests {
         #expect(handler.peak.load(ordering: .relaxed) <= 8)
         let idle = TestEvent()
         dispatcher.whenIdle { idle.signal() }
-        #expect(await idle.wait(timeout: .seconds(10)))
+        #expect(await idle.wait(timeout: .seconds(30)))
         #expect(dispatcher.inFlight == 0)
         dispatcher.closed()
         #expect(handler.ended.load(ordering: .relaxed) == 1)

@@ -184,13 +184,13 @@ final class TestEvent: Sendable {
     var isSignalled: Bool { pending.value <= 0 }
 
     /// Whether the event happened (now or within `timeout`).
-    func wait(timeout: Duration = .seconds(10)) async -> Bool {
+    func wait(timeout: Duration = .seconds(30)) async -> Bool {
         await pending.waitForZero(until: ContinuousClock.now.advanced(by: timeout))
     }
 }
 
 /// Waits (polling) until `condition` holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
     while clock.now < deadline {

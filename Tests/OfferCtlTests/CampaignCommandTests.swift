@@ -52,12 +52,12 @@ struct CampaignCommandTests {
             let client = try await RPCClient.connect(to: gateway.connect)
             defer { client.close() }
             _ = try await client.call(
-                method: "session.authenticate", params: ["apiKey": .string(tenantKey)], timeout: .seconds(10))
+                method: "session.authenticate", params: ["apiKey": .string(tenantKey)], timeout: .seconds(30))
             let code = try #require(rows.first?[0])
             _ = try await client.call(
                 method: "codes.redeem",
                 params: ["code": .string(code), "customerId": .string(UUID().uuidString.lowercased())],
-                timeout: .seconds(10))
+                timeout: .seconds(30))
             let after = try await gateway.ctl(["campaign", "export", "acme", "launch"])
             let redeemed = after.stdout.split(separator: "\n").filter { $0.hasPrefix(code + ",") }
             #expect(redeemed.count == 1)
@@ -81,7 +81,7 @@ struct CampaignCommandTests {
             #expect(stopped.stdout.hasPrefix("state            deactivated\n"), "\(stopped)")
             let refused = try await client.call(
                 method: "codes.validate", params: ["code": .string(rows[1][0]), "customerId": "someone"],
-                timeout: .seconds(10))
+                timeout: .seconds(30))
             #expect(refused["valid"]?.boolValue == false)
         }
     }

@@ -149,7 +149,7 @@ struct TestGateway: Sendable {
         let client = try await RPCClient.connect(to: connect)
         defer { client.close() }
         return try await client.call(
-            method: "session.authenticate", params: ["apiKey": .string(apiKey)], timeout: .seconds(10))
+            method: "session.authenticate", params: ["apiKey": .string(apiKey)], timeout: .seconds(30))
     }
 
     /// Writes a scratch file for offerctl to read.

@@ -141,7 +141,7 @@ struct FailoverTests {
                     ]
                 ],
             ])
-        let reached = await eventually(timeout: .seconds(10)) {
+        let reached = await eventually(timeout: .seconds(30)) {
             let offers = second.catalogs.cachedSnapshot(tenant.id)?.catalog.offers.map(\.id)
             guard offers == nil || offers?.contains("after-failover") == true else { return false }
             let fresh = try? await secondAdmin.call(method: "catalog.get", params: ["tenant": "ha"])

@@ -43,7 +43,7 @@ struct MasterKeyRotationTests {
             // Rolling restart: the new key current, the old one still readable. The service re-seals by itself.
             let second = try await TestGateway.start(
                 configuration: configuration, keyring: MasterKeyring(current: new, previous: [old]))
-            let resealed = await eventually(timeout: .seconds(10)) {
+            let resealed = await eventually(timeout: .seconds(30)) {
                 (try? await second.count("SELECT count(*) FROM signing_keys WHERE master_key_id = \(new.idHex)")) == 3
             }
             #expect(resealed)

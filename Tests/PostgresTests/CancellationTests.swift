@@ -9,7 +9,7 @@ extension PostgresIntegrationTests {
     struct CancellationTests {
         /// Waits until some backend of this database runs `pg_sleep` (the statement really started).
         static func waitForSleeper(_ observer: PostgresPool) async throws -> Bool {
-            try await eventually(timeout: .seconds(10)) {
+            try await eventually(timeout: .seconds(30)) {
                 let n = try await observer.query(
                     """
                     SELECT count(*) FROM pg_stat_activity

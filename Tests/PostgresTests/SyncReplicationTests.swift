@@ -31,7 +31,7 @@ extension PostgresIntegrationTests {
                 }
             }
             var cancelled = false
-            _ = try await eventually(timeout: .seconds(10)) {
+            _ = try await eventually(timeout: .seconds(30)) {
                 let n = try await observer.query(
                     """
                     SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity
