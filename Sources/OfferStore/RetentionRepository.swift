@@ -137,15 +137,26 @@ public struct RetentionRepository: Sendable {
         }
     }
 
-    /// The customer a subscription chain (`originalTransactionId`) is linked to, if any (API.md §8's links).
-    public func customer(originalTransactionId: String, tenant: UUID) async throws(StoreError) -> String? {
+    /// The customer each subscription chain (`originalTransactionId`) of `originalTransactionIds` is linked to (API.md
+    /// §8's links), for many chains in one round trip; a chain linked to nobody has no entry.
+    public func customers(originalTransactionIds: [String], tenant: UUID) async throws(StoreError) -> [String: String] {
         try await storeCall {
-            try await pool.query(
+            // One index lookup per chain, as a lateral join over the bound array (see
+            // `CustomerRecordsRepository.queries`).
+            var found: [String: String] = [:]
+            for row in try await pool.query(
                 """
-                SELECT customer_id FROM customer_links
-                WHERE tenant_id = \(tenant) AND original_transaction_id = \(originalTransactionId)
-                """, prepared: true
-            ).first.map { try $0.decode(String.self, at: 0) }
+                SELECT o.original_transaction_id, l.customer_id
+                FROM unnest(\(Array(Set(originalTransactionIds)))::text[]) AS o(original_transaction_id)
+                CROSS JOIN LATERAL (
+                    SELECT customer_id FROM customer_links t
+                    WHERE t.tenant_id = \(tenant) AND t.original_transaction_id = o.original_transaction_id) l
+                """, prepared: true)
+            {
+                let (original, customer) = try row.decode(String.self, String.self)
+                found[original] = customer
+            }
+            return found
         }
     }
 

@@ -47,7 +47,7 @@ struct CustomerRecordsLoaderTests {
                 #expect(records.recorded.map(\.transactionId) == (i % 2 == 0 ? ["t\(i)"] : []), "c\(i)")
             }
             let reads = loader.reads
-            #expect(reads.customers == 300)
+            #expect(reads.keys == 300)
             #expect(reads.roundTrips < 300, "misses must share round trips (\(reads.roundTrips) for 300)")
         }
     }

@@ -323,6 +323,106 @@ struct RetentionTests {
         }
     }
 
+    @Test("Concurrent requests for different subscribers: each answered for its own customer, an unlinked chain too")
+    func concurrentRequestsGetTheirOwnCustomers() async throws {
+        try await Self.withRetention { app, _ in
+            let subscribers = (0..<12).map { i in (UUID().uuidString.lowercased(), "40000000000001\(10 + i)") }
+            for (token, original) in subscribers { try await app.atRisk(token: token, original: original) }
+            try await app.configureRetention(offers: [("promo.free", Self.freeMessage)])
+            let stranger = "4999999999999998"
+            let originals = subscribers.map(\.1) + [stranger]
+            let outcomes = try await withThrowingTaskGroup(of: (String, RetentionService.Outcome).self) { group in
+                for original in originals {
+                    group.addTask { (original, try await app.askRetention(original: original)) }
+                }
+                return try await group.reduce(into: [String: RetentionService.Outcome]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(outcomes.count == originals.count)
+            for (_, original) in subscribers {
+                guard case .promotionalOffer(_, let jws) = outcomes[original]?.answer else {
+                    Issue.record(
+                        "\(original): expected a promotional offer, got \(String(describing: outcomes[original]))")
+                    continue
+                }
+                let claims = try JSONParsing.parse(CompactJWS(compact: jws).payload)
+                #expect(claims["transactionId"]?.stringValue == original)
+            }
+            #expect(outcomes[stranger]?.answer == .message(messageId: Self.defaultMessage))
+            #expect(outcomes[stranger]?.fallbackReason == "no_customer")
+            // Each answer's record and ledger row name the customer linked to its own chain.
+            let recorded = try await app.recordedAnswers(count: originals.count)
+            let customers = Dictionary(recorded.map { ($0.originalTransactionId ?? "", $0.customerId) }) { a, _ in a }
+            for (token, original) in subscribers { #expect(customers[original] == .some(token), "\(original)") }
+            #expect(customers[stranger] == .some(nil))
+            let tenant = try await app.gateway.tenantId(app.slug)
+            let ledger = try await app.gateway.database.pool.query(
+                """
+                SELECT transaction_id, customer_id FROM issued_signatures WHERE tenant_id = \(tenant)
+                ORDER BY transaction_id
+                """
+            ).map { try $0.decode(String.self, String.self) }
+            #expect(ledger.map(\.0) == subscribers.map(\.1).sorted())
+            #expect(ledger.map(\.1) == ledger.map { row in subscribers.first { $0.1 == row.0 }?.0 ?? "" })
+        }
+    }
+
+    @Test("A lookup stuck in PostgreSQL: the default message inside the budget, and no signature once it ends")
+    func stuckLookupFallsBackInsideBudget() async throws {
+        try await Self.withRetention { app, _ in
+            let token = UUID().uuidString.lowercased()
+            let original = "4000000000000020"
+            try await app.atRisk(token: token, original: original)
+            try await app.configureRetention(offers: [("promo.free", Self.freeMessage)], budgetMs: 5_000)
+            // Tenant, settings and catalog in memory (another subscriber's answer); this chain's customer is not.
+            try await app.atRisk(token: UUID().uuidString.lowercased(), original: "4000000000000021")
+            guard case .promotionalOffer = try await app.askRetention(original: "4000000000000021").answer else {
+                Issue.record("with nothing locked, the offer")
+                return
+            }
+            // A transaction holding customer_links locked: the lookup's statement waits for it.
+            let locked = AsyncStream<Void>.makeStream()
+            let release = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await app.gateway.database.pool.withTransaction { tx in
+                    try await tx.query("LOCK TABLE customer_links IN ACCESS EXCLUSIVE MODE")
+                    locked.continuation.yield()
+                    for await _ in release.stream { break }
+                }
+            }
+            for await _ in locked.stream { break }
+            // Released after the answer, or after a minute if the answer waited for the lock (the test then fails on
+            // the answer instead of hanging).
+            let backstop = Task {
+                try? await Task.sleep(for: .seconds(60))
+                release.continuation.yield()
+            }
+            let outcome = try await app.askRetention(original: original)
+            release.continuation.yield()
+            backstop.cancel()
+            try await holder.value
+            #expect(outcome.answer == .message(messageId: Self.defaultMessage))
+            #expect(outcome.fallbackReason == "budget_exceeded")
+            #expect(outcome.withinBudget, "answered after \(outcome.latency)")
+            // The work was cancelled at the deadline: once the lookup ends, nothing is signed for the answer given.
+            let answers = try await app.recordedAnswers(count: 2)
+            #expect(answers.map(\.fallbackReason).contains("budget_exceeded"))
+            let tenant = try await app.gateway.tenantId(app.slug)
+            let signed: @Sendable () async throws -> Int = {
+                try await app.gateway.count(
+                    """
+                    SELECT count(*)::bigint FROM issued_signatures
+                    WHERE tenant_id = \(tenant) AND transaction_id = \(original)
+                    """)
+            }
+            // The next request for the chain is answered with the offer, and it is the chain's only signature.
+            guard case .promotionalOffer = try await app.askRetention(original: original).answer else {
+                Issue.record("with the lock released, the offer")
+                return
+            }
+            #expect(try await signed() == 1)
+        }
+    }
+
     static func body(_ jws: String) -> [UInt8] {
         JSONSerializer.serialize(["signedPayload": .string(jws)])
     }

@@ -11,8 +11,8 @@ import Synchronization
 /// itself (its bundle id and app Apple id verify Apple's request).
 final class RetentionSettingsCache: Sendable {
     private let repository: RetentionRepository
-    private let cache = TenantCache<RetentionSettings?>()
-    private let lastKnown = Mutex<[UUID: RetentionSettings?]>([:])
+    private let cache = TenantCache<RetentionPlan?>()
+    private let lastKnown = Mutex<[UUID: RetentionPlan?]>([:])
     /// The tenants answered for, by slug, as last found (tenants are never renamed or deleted).
     private let tenants = Mutex<[String: TenantRecord]>([:])
 
@@ -21,16 +21,16 @@ final class RetentionSettingsCache: Sendable {
     }
 
     /// The tenant's settings (nil: not configured).
-    func settings(_ tenant: UUID) async throws -> RetentionSettings? {
+    func settings(_ tenant: UUID) async throws -> RetentionPlan? {
         try await cache.value(for: tenant) { [self] in
-            let loaded = try await repository.settings(tenant: tenant)
+            let loaded = try await repository.settings(tenant: tenant).map(RetentionPlan.init)
             lastKnown.withLock { $0[tenant] = .some(loaded) }
             return loaded
         }
     }
 
     /// The settings last loaded for the tenant, even if invalidated since (`.none`: never loaded here).
-    func lastLoaded(_ tenant: UUID) -> RetentionSettings?? { lastKnown.withLock { $0[tenant] } }
+    func lastLoaded(_ tenant: UUID) -> RetentionPlan?? { lastKnown.withLock { $0[tenant] } }
 
     /// Keeps `tenant` as the last one found under its slug.
     func remember(_ tenant: TenantRecord) {
@@ -44,4 +44,17 @@ final class RetentionSettingsCache: Sendable {
 
     func invalidate(_ tenant: UUID) { cache.invalidate(tenant) }
     func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
+}
+
+/// A tenant's Retention Messaging settings with the index every answer looks offers up in, built once per load (not
+/// once per answer: a configuration may hold a thousand offers).
+struct RetentionPlan: Sendable {
+    let settings: RetentionSettings
+    /// Each promotional offer's approved message (the first configured, for an id listed twice).
+    let offerMessages: [String: String]
+
+    init(_ settings: RetentionSettings) {
+        self.settings = settings
+        offerMessages = Dictionary(settings.offers.map { ($0.targetId, $0.messageId) }) { first, _ in first }
+    }
 }

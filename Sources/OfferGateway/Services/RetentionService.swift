@@ -17,6 +17,9 @@ import Synchronization
 /// HTTP stays out: the route maps `answer`'s errors (`AppleSignedDataError` → 400, -32004 → 404, -32050 → 503).
 struct RetentionService: Sendable {
     let retention: RetentionRepository
+    /// The customer behind each subscription chain asked about, concurrent lookups coalesced: 50 cancel pages at once
+    /// cost a few round trips, not 50 (nil: the chain is linked to nobody).
+    let links: BatchedReads<String?>
     let caches: GatewayCaches
     let apple: AppleDataService
     let offers: OfferService
@@ -26,6 +29,13 @@ struct RetentionService: Sendable {
     let metrics: GatewayMetrics
     let clock: @Sendable () -> Date
     let logger: Logger
+
+    /// Coalesced lookups of the customers linked to subscription chains.
+    static func links(_ retention: RetentionRepository) -> BatchedReads<String?> {
+        BatchedReads(maxInFlight: 1, missing: nil) { tenant, originals in
+            try await retention.customers(originalTransactionIds: originals, tenant: tenant).mapValues { $0 }
+        }
+    }
 
     static let defaultBudgetMs = 500
     static let budgetRange = 1...10_000
@@ -182,7 +192,8 @@ struct RetentionService: Sendable {
         -> Outcome
     {
         let tenant = try await tenant(slug)
-        let settings = try await settings(tenant)
+        let plan = try await settings(tenant)
+        let settings = plan.settings
         let signedPayload = try Self.signedPayload(body)
         let request = try apple.retentionRequest(signedPayload, tenant: tenant)
         // The work stops a little before the budget ends, so the default message still gets out inside it.
@@ -193,7 +204,7 @@ struct RetentionService: Sendable {
             ContinuousClock.now >= deadline
             ? .timedOut
             : await Self.race(until: deadline) { [self] in
-                try await decide(request, tenant: tenant, settings: settings)
+                try await decide(request, tenant: tenant, plan: plan)
             }
         let decision: Decision
         switch decided {
@@ -233,8 +244,8 @@ struct RetentionService: Sendable {
     }
 
     /// The tenant's settings; when the database cannot be reached, the ones last loaded here.
-    private func settings(_ tenant: TenantRecord) async throws -> RetentionSettings {
-        let loaded: RetentionSettings?
+    private func settings(_ tenant: TenantRecord) async throws -> RetentionPlan {
+        let loaded: RetentionPlan?
         do {
             loaded = try await caches.retention.settings(tenant.id)
         } catch {
@@ -280,22 +291,23 @@ struct RetentionService: Sendable {
     }
 
     private func decide(
-        _ request: AppleDataService.RetentionRequest, tenant: TenantRecord, settings: RetentionSettings
+        _ request: AppleDataService.RetentionRequest, tenant: TenantRecord, plan: RetentionPlan
     ) async throws -> Decision {
+        let (settings, messages) = (plan.settings, plan.offerMessages)
         let catalog = try await caches.catalogs.catalog(tenant.id)
-        let customerId = try await retention.customer(
-            originalTransactionId: request.originalTransactionId, tenant: tenant.id)
+        let customerId = try await links.value(tenant: tenant.id, id: request.originalTransactionId)
         var reason = customerId == nil ? "no_customer" : "no_offer"
         if let customerId, catalog.product(request.productId) != nil {
             let best = try await offers.best(
                 OfferService.BestRequest(
                     customerId: customerId, productId: request.productId, groupId: nil, at: nil, locale: nil,
                     billingPlan: nil), tenant: tenant)
-            let messages = Dictionary(settings.offers.map { ($0.targetId, $0.messageId) }) { first, _ in first }
             // `considered` is in rank order: the first eligible promotional offer with a message is the best one.
             if let pick = best.result.considered.first(where: {
                 $0.rank != nil && $0.offer.type == .promotional && messages[$0.offer.id] != nil
             }), let messageId = messages[pick.offer.id] {
+                // Past the deadline the default message is out already: nothing is signed for an answer not given.
+                try Task.checkCancellation()
                 let signed = try await offers.sign(
                     OfferService.SignRequest(
                         customerId: customerId, productId: pick.product.id, offerId: pick.offer.id, format: "jws",
@@ -356,48 +368,76 @@ struct RetentionService: Sendable {
 
     /// Runs `work` until `deadline`. Past it the work is cancelled and left to end on its own (a statement in flight
     /// is cancelled in PostgreSQL, a ledger commit finishes), and `.timedOut` is returned at once: a task group would
-    /// wait for its child, and so for the very thing that is late.
+    /// wait for its child, and so for the very thing that is late. One task per race (the work's); the deadline is an
+    /// entry in `timer`'s heap, cancelled when the work wins, instead of a second task sleeping until it.
     static func race<T: Sendable>(
-        until deadline: ContinuousClock.Instant, _ work: @escaping @Sendable () async throws -> T
+        until deadline: ContinuousClock.Instant, timer: DeadlineTimer = .shared,
+        _ work: @escaping @Sendable () async throws -> T
     ) async -> Raced<T> {
         await withCheckedContinuation { continuation in
             let race = Race(continuation)
-            let timer = Task {
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                if race.resume(.timedOut) { race.cancelWorker() }
-            }
-            race.start {
-                let result: Result<T, any Error>
-                do { result = .success(try await work()) } catch { result = .failure(error) }
-                if race.resume(.finished(result)) { timer.cancel() }
-            }
+            race.watch(timer.schedule(at: deadline) { race.resume(.timedOut) })
+            race.run(
+                Task {
+                    let result: Result<T, any Error>
+                    do { result = .success(try await work()) } catch { result = .failure(error) }
+                    race.resume(.finished(result))
+                })
         }
     }
 
-    /// The shared state of one race: whoever comes first resumes the caller; the other finds nothing to resume.
+    /// The shared state of one race: whoever comes first resumes the caller and stops the other (the work is
+    /// cancelled, the deadline's entry dropped); the other finds nothing to resume.
     private final class Race<T: Sendable>: Sendable {
-        private let waiting: Mutex<CheckedContinuation<Raced<T>, Never>?>
-        private let worker = Mutex<Task<Void, Never>?>(nil)
+        private struct State {
+            var waiting: CheckedContinuation<Raced<T>, Never>?
+            var worker: Task<Void, Never>?
+            var deadline: DeadlineTimer.Entry?
+            var timedOut = false
+        }
+
+        private let state: Mutex<State>
 
         init(_ continuation: CheckedContinuation<Raced<T>, Never>) {
-            waiting = Mutex(continuation)
+            state = Mutex(State(waiting: continuation))
         }
 
-        /// Resumes the caller with `value` unless it was resumed already; whether it did.
-        func resume(_ value: Raced<T>) -> Bool {
-            let first = waiting.withLock { waiting in
-                defer { waiting = nil }
-                return waiting
+        /// Resumes the caller with `value` unless it was resumed already.
+        func resume(_ value: Raced<T>) {
+            let (waiting, worker, deadline) = state.withLock { s in
+                guard let waiting = s.waiting.take() else {
+                    return (CheckedContinuation<Raced<T>, Never>?.none, Task<Void, Never>?.none, s.deadline.take())
+                }
+                if case .timedOut = value {
+                    s.timedOut = true
+                    return (waiting, s.worker.take(), nil)
+                }
+                return (waiting, nil, s.deadline.take())
             }
-            first?.resume(returning: value)
-            return first != nil
+            waiting?.resume(returning: value)
+            worker?.cancel()
+            deadline?.cancel()
         }
 
-        func start(_ body: @escaping @Sendable () async -> Void) {
-            worker.withLock { $0 = Task { await body() } }
+        /// The deadline's entry, dropped once the work finished.
+        func watch(_ entry: DeadlineTimer.Entry) {
+            let finished = state.withLock { s in
+                guard s.waiting != nil || s.timedOut else { return true }
+                s.deadline = entry
+                return false
+            }
+            if finished { entry.cancel() }
         }
 
-        func cancelWorker() { worker.withLock { $0 }?.cancel() }
+        /// The work's task, cancelled at the deadline.
+        func run(_ worker: Task<Void, Never>) {
+            let late = state.withLock { s in
+                guard !s.timedOut else { return true }
+                s.worker = worker
+                return false
+            }
+            if late { worker.cancel() }
+        }
     }
 }
 

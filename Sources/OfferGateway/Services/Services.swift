@@ -60,7 +60,8 @@ struct Services: Sendable {
             repository: database.appleData, caches: caches,
             verifier: options.appleVerifier ?? AppleDataService.builtInVerifier, ingested: stats.metrics.appleIngested)
         retention = RetentionService(
-            retention: database.retention, caches: caches, apple: apple, offers: offers,
+            retention: database.retention, links: RetentionService.links(database.retention), caches: caches,
+            apple: apple, offers: offers,
             metrics: stats.metrics, clock: clock, logger: logger)
     }
 }
