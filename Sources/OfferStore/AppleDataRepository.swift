@@ -104,6 +104,13 @@ public struct AppleIngestBatch: Sendable, Hashable {
     }
 }
 
+extension AppleIngestBatch {
+    /// The subscription chains its records belong to, each once, sorted: the order every writer locks them in.
+    var chains: [String] {
+        Set(transactions.map(\.facts.originalTransactionId)).union(renewals.map(\.facts.originalTransactionId)).sorted()
+    }
+}
+
 /// What an ingestion changed.
 public struct AppleIngestOutcome: Sendable, Hashable {
     /// The notification was stored already: nothing was changed.
@@ -138,10 +145,8 @@ public struct AppleDataRepository: Sendable {
     private static func ingest(_ tx: PostgresTransaction, tenant: UUID, _ batch: AppleIngestBatch) async throws
         -> AppleIngestOutcome
     {
-        let chains = Set(batch.transactions.map(\.facts.originalTransactionId))
-            .union(batch.renewals.map(\.facts.originalTransactionId)).sorted()
         // The chains' locks (in order) and the notification's row, pipelined: one round trip, run in this order.
-        var opening = chains.map { lockQuery(tenant: tenant, chain: $0) }
+        var opening = batch.chains.map { lockQuery(tenant: tenant, chain: $0) }
         if let n = batch.notification { opening.append(insertQuery(tenant: tenant, n, batch: batch)) }
         let opened = opening.isEmpty ? [] : try await tx.pipeline(opening).map { try $0.get() }
         if let n = batch.notification, opened.last?.isEmpty == true {
@@ -163,14 +168,12 @@ public struct AppleDataRepository: Sendable {
     static func apply(_ tx: PostgresTransaction, tenant: UUID, _ batch: AppleIngestBatch) async throws
         -> AppleIngestOutcome
     {
-        let chains = Set(batch.transactions.map(\.facts.originalTransactionId))
-            .union(batch.renewals.map(\.facts.originalTransactionId)).sorted()
         if let customerOfChain = tokenCustomers(batch) {
             return try await ingestTokened(tx, tenant: tenant, batch, customerOfChain: customerOfChain)
         }
         var customerOfChain: [String: String] = [:]
         if let customerId = batch.customerId {
-            for chain in chains
+            for chain in batch.chains
             where !batch.transactions.contains(where: {
                 $0.facts.originalTransactionId == chain && $0.appAccountToken != nil
             }) {

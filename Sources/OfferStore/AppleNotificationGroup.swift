@@ -52,11 +52,7 @@ extension AppleDataRepository {
     {
         let notifications = items.compactMap(\.notification)
         guard notifications.count == items.count else { throw StoreError.corrupt("a group item has no notification") }
-        let chains = Set(
-            items.flatMap {
-                $0.transactions.map(\.facts.originalTransactionId) + $0.renewals.map(\.facts.originalTransactionId)
-            }
-        ).sorted()
+        let chains = Set(items.flatMap(\.chains)).sorted()
         let uuids = notifications.map(\.notificationUUID)
         // One round trip: the chains' locks (in order), the notifications' rows, and what is stored under their ids.
         let opened = try await tx.pipeline(
