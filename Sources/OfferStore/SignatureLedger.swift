@@ -43,15 +43,9 @@ public struct IssuedSignature: Sendable, Hashable {
 public struct SignatureLedger: Sendable {
     let pool: PostgresPool
 
-    /// Records many signatures (of any tenants) in one statement and one commit: the group commit of
-    /// `offers.sign`, so the ledger costs one fsync per batch instead of one per signature.
-    public func recordBatch(_ rows: [(tenant: UUID, signature: IssuedSignature)]) async throws(StoreError) {
-        try await recordBatch(rows, retentionAnswers: [])
-    }
-
     /// Records signatures and Retention Messaging answers (of any tenants) in one statement and one commit: the
-    /// gateway's one group commit carries both, so an answer's record rides with the signatures committing next
-    /// instead of costing a commit of its own.
+    /// group commit of `offers.sign`, so the ledger costs one fsync per batch instead of one per signature, and an
+    /// answer's record rides with the signatures committing next instead of costing a commit of its own.
     public func recordBatch(
         _ rows: [(tenant: UUID, signature: IssuedSignature)],
         retentionAnswers answers: [(tenant: UUID, answer: RetentionAnswerRecord)]
