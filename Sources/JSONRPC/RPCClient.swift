@@ -166,9 +166,7 @@ public final class RPCClient: Sendable {
     /// any, is then ignored). Deadlines are checked on the client loop's tick, four times a second, so a call times
     /// out up to 250 ms after `timeout`; no timer is armed per call.
     public func call(method: String, params: JSONValue? = nil, timeout: Duration) async throws -> JSONValue {
-        let (seconds, attoseconds) = timeout.components
-        let deadline = EventLoop.now() + Double(seconds) + Double(attoseconds) / 1e18
-        return try await call(method: method, params: params, deadline: deadline)
+        try await call(method: method, params: params, deadline: Self.deadline(after: timeout))
     }
 
     /// A timer: `fire` runs after `delay` unless the returned task is cancelled first (which is how a caller says
@@ -202,14 +200,15 @@ public final class RPCClient: Sendable {
         method: String, params: JSONValue? = nil, timeout: Duration? = nil,
         _ onResponse: @escaping @Sendable (Result<JSONValue, any Error>) -> Void
     ) {
-        var deadline: Double?
-        if let timeout {
-            let (seconds, attoseconds) = timeout.components
-            deadline = EventLoop.now() + Double(seconds) + Double(attoseconds) / 1e18
-        }
-        if !enqueue(method: method, params: params, deadline: deadline, .callback(onResponse)) {
+        if !enqueue(method: method, params: params, deadline: timeout.map(Self.deadline), .callback(onResponse)) {
             onResponse(.failure(JSONRPCError(.connectionClosed, "connection is closed")))
         }
+    }
+
+    /// The loop clock's reading (``EventLoop/now()`` seconds) `timeout` from now: a call's deadline.
+    static func deadline(after timeout: Duration) -> Double {
+        let (seconds, attoseconds) = timeout.components
+        return EventLoop.now() + Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// Registers a call and queues its line (the id is taken and the line queued under one lock, so lines leave in
