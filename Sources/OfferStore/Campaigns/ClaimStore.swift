@@ -135,8 +135,11 @@ extension CampaignRepository {
         ]
     }
 
+    /// Runs on the connection's own queue, `decide` included, like `batchTransaction` (no wait for the cooperative
+    /// pool while the campaign row is locked).
     static func claimTransaction<T: Sendable>(
-        _ connection: PostgresConnection, tenant: UUID, campaignId: String, customers: [String], keys: [String],
+        _ connection: isolated PostgresConnection, tenant: UUID, campaignId: String, customers: [String],
+        keys: [String],
         wanted: Int, at: Date, decide: @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
     ) async throws -> T {
         // On any failure the pool rolls the open transaction back when the connection is returned.

@@ -173,8 +173,10 @@ extension CampaignRepository {
         """
     }
 
+    /// Runs on the connection's own queue (`isolated`), `decide` included: between the reads and the writes, while
+    /// the campaign row is locked, nothing waits for a thread of the cooperative pool.
     static func batchTransaction<T: Sendable>(
-        _ connection: PostgresConnection, tenant: UUID, campaignId: String, customers: [String],
+        _ connection: isolated PostgresConnection, tenant: UUID, campaignId: String, customers: [String],
         oneTimeCodes: [String], keys: [String], decide: @Sendable (RedemptionSnapshot) throws -> (RedemptionWrites, T)
     ) async throws -> T {
         // On any failure the pool rolls the open transaction back when the connection is returned.
