@@ -1,7 +1,8 @@
 # Shared helpers of the ops/bench scripts (sourced, not run). BENCH_NO_RECORD=1: print the section but do not
 # append it to RESULTS.md (for experiments). Each script: bench_init NAME "$@"; bench_build;
 # bench_db; start_gateway ...; runs; bench_append. Cleanup (gateways, the benchmark database, the work dir) is
-# trapped on exit; the PostgreSQL cluster is stopped only if this script started it.
+# trapped on exit; the PostgreSQL cluster is stopped only if this script started it. BENCH_KEEP=1 keeps the work
+# dir (the gateway's log, each run's JSON report) and prints its path.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -29,7 +30,7 @@ bench_cleanup() {
         psql "$pg_url" -qAt -c "DROP DATABASE IF EXISTS $bench_db_name" >/dev/null 2>&1 || true
     fi
     [ "$pg_started" = 1 ] && "$root/ops/pg" stop "$pg_dir" || true
-    rm -rf "$work"
+    [ -n "${BENCH_KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
 }
 
 bench_build() {
