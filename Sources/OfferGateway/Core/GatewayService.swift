@@ -29,6 +29,8 @@ public final class GatewayService: Sendable {
         case resealing
         /// Flushing the funnel's in-memory `offered` counts (`OfferedCounter.run`).
         case funnel
+        /// Analysing tables PostgreSQL has no statistics of yet (`FirstStatistics.run`), in a fresh database.
+        case statistics
     }
 
     /// `changeFeedBufferSize`: changes the feed holds for a consumer that fell behind before it tells it to drop
@@ -91,6 +93,7 @@ public final class GatewayService: Sendable {
             guard parts.isEmpty else { return }
             parts[.ledger] = Task { await ledger.run() }
             parts[.funnel] = Task { await offered.run() }
+            parts[.statistics] = Task { [database] in await FirstStatistics(database: database, logger: logger).run() }
             if resealing {
                 parts[.resealing] = Task {
                     do {
@@ -155,8 +158,10 @@ public final class GatewayService: Sendable {
             defer { parts.removeAll() }
             return parts
         }
-        running[.resealing]?.cancel()
-        await running[.resealing]?.value
+        for part in [Part.resealing, .statistics] {
+            running[part]?.cancel()
+            await running[part]?.value
+        }
         gateway.services.offers.ledger.finish()
         await running[.ledger]?.value
         // No request counts any more: the last counts go in now.
