@@ -56,28 +56,18 @@ struct RedemptionReferenceTests {
 
     static func withSeeded(_ body: (Seeded) async throws -> Void) async throws {
         try await RepositoryTests.withStore { db in
-            let tenant = try await db.tenants.create(
-                slug: "refs", bundleId: "com.refs", name: nil, apiKey: RepositoryTests.key("refslookup12"))
-            let product = Product(
-                id: "monthly", groupId: "g", period: try SubscriptionPeriod.parse("P1M"),
-                price: try Money("4.99", currency: "USD"), level: 1)
-            let offer = Offer(
-                id: "code1", type: .code, productId: "monthly", paymentMode: .freeTrial,
-                period: try SubscriptionPeriod.parse("P1M"))
-            try await db.catalog.upsert(
-                tenant: tenant.id, groups: [SubscriptionGroup(id: "g", name: "G")], products: [product],
-                offers: [offer], actor: "admin")
+            let tenant = try await RepositoryTests.tenantWithCodeOffer(db, slug: "refs")
             _ = try await db.campaigns.create(
-                tenant: tenant.id, try Campaign(id: "hot", offerId: "code1", kind: .custom, code: "HOTCODE"),
+                tenant: tenant, try Campaign(id: "hot", offerId: "code1", kind: .custom, code: "HOTCODE"),
                 productId: "monthly")
             _ = try await db.campaigns.create(
-                tenant: tenant.id, try Campaign(id: "pool", offerId: "code1", kind: .oneTime), productId: "monthly")
+                tenant: tenant, try Campaign(id: "pool", offerId: "code1", kind: .oneTime), productId: "monthly")
             _ = try await db.campaigns.generateCodes(
-                tenant: tenant.id, campaignId: "pool", count: 2,
+                tenant: tenant, campaignId: "pool", count: 2,
                 makeCodes: { n in
                     Array(["POOLAAA1", "POOLBBB2"].prefix(n))
                 }, progress: { _ in })
-            let seeded = Seeded(db: db, tenant: tenant.id)
+            let seeded = Seeded(db: db, tenant: tenant)
             try await seeded.redeem("hot", [("HOTCODE", false, "c1")])
             try await seeded.redeem("pool", [("POOLAAA1", true, "c2")])
             #expect(try await seeded.redemptions() == 2)

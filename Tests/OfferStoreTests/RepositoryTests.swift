@@ -28,6 +28,22 @@ struct RepositoryTests {
         StoredApiKey(lookup: lookup, hash: Array(repeating: UInt8(lookup.utf8.count), count: 32))
     }
 
+    /// A tenant `slug` whose catalog has one monthly product and one offer-code offer `code1` for campaigns.
+    static func tenantWithCodeOffer(_ db: OfferDatabase, slug: String) async throws -> UUID {
+        let tenant = try await db.tenants.create(
+            slug: slug, bundleId: "com.\(slug)", name: nil, apiKey: key(String((slug + "lookup000000").prefix(12))))
+        let product = Product(
+            id: "monthly", groupId: "g", period: try SubscriptionPeriod.parse("P1M"),
+            price: try Money("4.99", currency: "USD"), level: 1)
+        let offer = Offer(
+            id: "code1", type: .code, productId: "monthly", paymentMode: .freeTrial,
+            period: try SubscriptionPeriod.parse("P1M"))
+        try await db.catalog.upsert(
+            tenant: tenant.id, groups: [SubscriptionGroup(id: "g", name: "G")], products: [product],
+            offers: [offer], actor: "admin")
+        return tenant.id
+    }
+
     @Test("tenants: slug conflict, API key lookup, rotation revokes the old key")
     func tenants() async throws {
         try await Self.withStore { db in
