@@ -845,17 +845,13 @@ BEGIN
     WHERE (c.tenant_id, c.campaign_id) IN (SELECT DISTINCT tenant_id, campaign_id FROM removed)
     ORDER BY c.tenant_id, c.campaign_id
     FOR UPDATE OF c;
-    IF TG_OP = 'UPDATE' THEN
-        SELECT r.campaign_id INTO kept
-        FROM removed o JOIN redemptions r ON r.tenant_id = o.tenant_id AND r.code = o.code
-        WHERE NOT EXISTS (SELECT 1 FROM offer_codes n
-                          WHERE n.tenant_id = o.tenant_id AND n.code = o.code AND n.campaign_id = o.campaign_id)
-        LIMIT 1;
-    ELSE
-        SELECT r.campaign_id INTO kept
-        FROM removed o JOIN redemptions r ON r.tenant_id = o.tenant_id AND r.code = o.code
-        LIMIT 1;
-    END IF;
+    -- A code is removed when its (tenant, code, campaign) no longer exists: deleted, or changed by an update (an
+    -- update that leaves the three alone removes nothing).
+    SELECT r.campaign_id INTO kept
+    FROM removed o JOIN redemptions r ON r.tenant_id = o.tenant_id AND r.code = o.code
+    WHERE NOT EXISTS (SELECT 1 FROM offer_codes n
+                      WHERE n.tenant_id = o.tenant_id AND n.code = o.code AND n.campaign_id = o.campaign_id)
+    LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'a code of campaign "%" has redemptions: it cannot be removed or changed', kept.campaign_id
             USING ERRCODE = 'foreign_key_violation';
