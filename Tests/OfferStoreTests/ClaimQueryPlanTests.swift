@@ -36,13 +36,11 @@ struct ClaimQueryPlanTests {
                 try await fill(1...50)
                 try await connection.query("ANALYZE apple_codes")
                 try await fill(51...20_050)
-                try await connection.query("SET plan_cache_mode = force_generic_plan")
                 var plans: [String] = []
                 for (index, lookup) in lookups.enumerated() {
-                    try await connection.query(PostgresQuery(unsafeSQL: "PREPARE claim\(index) AS " + lookup.sql))
-                    let rows = try await connection.query(
-                        PostgresQuery(unsafeSQL: "EXPLAIN (COSTS OFF) EXECUTE claim\(index)(\(arguments[index]))"))
-                    plans.append(try rows.map { try $0.decode(String.self, at: 0) }.joined(separator: "\n"))
+                    plans.append(
+                        try await QueryPlans.generic(
+                            lookup, name: "claim\(index)", arguments: arguments[index], on: connection))
                 }
                 return plans
             }

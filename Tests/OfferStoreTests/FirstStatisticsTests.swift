@@ -55,19 +55,15 @@ struct FirstStatisticsTests {
             // With statistics, the per-customer count's generic plan looks each customer up in its own index.
             let lookup = CampaignRepository.batchLookups(
                 tenant: tenant, campaignId: "hot", customers: ["customer1"], oneTimeCodes: [], keys: [])[0]
-            let plan: String = try await db.pool.withConnection { connection in
-                try await connection.query("SET plan_cache_mode = force_generic_plan")
-                try await connection.query(PostgresQuery(unsafeSQL: "PREPARE perCustomer AS " + lookup.sql))
-                let rows = try await connection.query(
-                    PostgresQuery(
-                        unsafeSQL:
-                            "EXPLAIN (COSTS OFF) EXECUTE perCustomer('\(tenant.uuidString.lowercased())', 'hot', ARRAY['customer1'])"
-                    ))
-                return try rows.map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            let plan = try await db.pool.withConnection { connection in
+                try await QueryPlans.generic(
+                    lookup, name: "perCustomer",
+                    arguments: "'\(tenant.uuidString.lowercased())', 'hot', ARRAY['customer1']",
+                    on: connection)
             }
             #expect(plan.contains("redemptions_by_customer"), "plan:\n\(plan)")
             #expect(
-                RedemptionQueryPlanTests.indexCondition(of: plan).contains("(customer_id = c.customer_id)"),
+                QueryPlans.indexCondition(of: plan).contains("(customer_id = c.customer_id)"),
                 "plan:\n\(plan)")
         }
     }

@@ -57,25 +57,18 @@ struct RedemptionQueryPlanTests {
                 try await connection.query("ANALYZE redemptions")
                 try await connection.query("ANALYZE idempotency_records")
                 try await fill(51...20_050)
-                try await connection.query("SET plan_cache_mode = force_generic_plan")
                 var plans: [String] = []
                 for (index, lookup) in lookups.enumerated() {
-                    try await connection.query(PostgresQuery(unsafeSQL: "PREPARE lookup\(index) AS " + lookup.sql))
-                    let rows = try await connection.query(
-                        PostgresQuery(unsafeSQL: "EXPLAIN (COSTS OFF) EXECUTE lookup\(index)(\(arguments[index]))"))
-                    plans.append(try rows.map { try $0.decode(String.self, at: 0) }.joined(separator: "\n"))
+                    plans.append(
+                        try await QueryPlans.generic(
+                            lookup, name: "lookup\(index)", arguments: arguments[index], on: connection))
                 }
                 return plans
             }
             for (plan, condition) in zip(plans, expected) {
-                #expect(Self.indexCondition(of: plan).contains(condition), "plan:\n\(plan)")
+                #expect(QueryPlans.indexCondition(of: plan).contains(condition), "plan:\n\(plan)")
                 #expect(!plan.contains("ANY"), "plan:\n\(plan)")
             }
         }
-    }
-
-    /// The plan's `Index Cond:` lines (a condition in a `Filter:` line is checked row by row, not looked up).
-    static func indexCondition(of plan: String) -> String {
-        plan.split(separator: "\n").filter { $0.contains("Index Cond:") }.joined(separator: "\n")
     }
 }
