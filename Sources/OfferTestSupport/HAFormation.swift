@@ -45,6 +45,23 @@ public struct HAFormation: Sendable {
         try await ha("wait")
     }
 
+    /// The formation's history: the monitor's events (`ops/ha events`: transitions with the LSNs the nodes
+    /// reported) and what the keepers logged (state transitions, restarts, replication settings, promotion), at
+    /// most `lines` of each log. For a failing test's message, since `destroy()` deletes the logs.
+    public func history(lines: Int = 60) async -> String {
+        let events =
+            (try? await OpsPG.run(
+                script: "ops/ha", "events", directory: directory, environment: ["HA_PORT": String(port)],
+                output: true)) ?? "(no events: the monitor did not answer)"
+        let pattern = /FSM transition|restarted|synchronous|[Pp]romot|Monitor assigned|read_only|[Rr]ewind|diverged|not running/
+        let logs = ["node1", "node2"].map { name in
+            let text = (try? String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)) ?? ""
+            let kept = text.split(separator: "\n").filter { $0.contains(pattern) }.suffix(lines)
+            return "--- \(name).log\n" + kept.joined(separator: "\n")
+        }
+        return (["--- monitor events\n" + events] + logs).joined(separator: "\n")
+    }
+
     /// Stops the formation and deletes its directory.
     public func destroy() async throws {
         try await ha("destroy")

@@ -87,6 +87,7 @@ struct FailoverTests {
             storm.successes >= 40 && storm.ready.load(ordering: .relaxed) == 16
         }
         try await formation.killPrimary()
+        let killedAt = ContinuousClock.now
         let beforeRecovery = storm.successes
         // The standby is promoted; the gateways carry on by themselves until the limit is reached.
         let exhausted = await eventually(timeout: .seconds(60)) {
@@ -108,7 +109,15 @@ struct FailoverTests {
             try await database.pool.query("SELECT redemption_id::text FROM redemptions").map {
                 try $0.decode(String.self, at: 0)
             })
-        #expect(Set(seen.acknowledged.values).isSubset(of: stored))
+        let missing = seen.acknowledged.filter { !stored.contains($0.value) }.keys.sorted()
+        let history = missing.isEmpty ? "" : await formation.history()
+        #expect(
+            missing.isEmpty,
+            """
+            \(missing.count) acknowledged redemptions are not on the new primary (of \(seen.acknowledged.count); \
+            \(stored.count) stored): \(Self.describe(missing.prefix(8), seen, killedAt: killedAt))
+            \(history)
+            """)
         #expect(rows.live == rows.counter)
         #expect(rows.live == limit)
         #expect(Set(seen.acknowledged.values).count == limit)
@@ -149,5 +158,16 @@ struct FailoverTests {
         }
         #expect(reached, "the catalog change made after the failover reached the other gateway")
         return seen.errors[-32050] ?? 0
+    }
+
+    /// Request numbers with how their acknowledgement came, relative to the kill.
+    static func describe(
+        _ numbers: ArraySlice<Int>, _ seen: RedemptionStorm.Seen, killedAt: ContinuousClock.Instant
+    ) -> String {
+        numbers.map { n in
+            guard let ack = seen.acknowledgements[n] else { return "#\(n)" }
+            let ms = (ack.at - killedAt) / .milliseconds(1)
+            return "#\(n) at \(Int(ms)) ms after the kill\(ack.replayed ? ", a replay" : ""), \(ack.retries) retries"
+        }.joined(separator: "; ")
     }
 }

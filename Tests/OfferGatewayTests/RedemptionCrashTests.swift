@@ -17,8 +17,16 @@ final class RedemptionStorm: Sendable {
         var successes: [String] = []
         /// Acknowledged redemptions by request number `n`: the redemption id.
         var acknowledged: [Int: String] = [:]
+        /// How each acknowledgement came, by `n`: when, whether it was a replay, after how many -32050 answers.
+        var acknowledgements: [Int: Acknowledgement] = [:]
         var errors: [Int: Int] = [:]
         var transportFailures = 0
+    }
+
+    struct Acknowledgement: Sendable {
+        let at: ContinuousClock.Instant
+        let replayed: Bool
+        let retries: Int
     }
 
     let seen = Mutex(Seen())
@@ -56,6 +64,7 @@ final class RedemptionStorm: Sendable {
                         let n = self.nextCustomer.wrappingAdd(1, ordering: .relaxed).oldValue
                         do {
                             var answer: JSONValue?
+                            var retries = 0
                             while answer == nil {
                                 do {
                                     answer = try await client.call(
@@ -63,13 +72,17 @@ final class RedemptionStorm: Sendable {
                                         timeout: .seconds(20))
                                 } catch let error as RPCError where error.code == -32050 && retryUnavailable {
                                     self.seen.withLock { $0.errors[error.code, default: 0] += 1 }
+                                    retries += 1
                                     try await Task.sleep(for: .milliseconds(20))
                                 }
                             }
                             if let id = answer?["redemptionId"]?.stringValue {
+                                let acknowledgement = Acknowledgement(
+                                    at: .now, replayed: answer?["replayed"]?.boolValue == true, retries: retries)
                                 self.seen.withLock {
                                     $0.successes.append(id)
                                     $0.acknowledged[n] = id
+                                    $0.acknowledgements[n] = acknowledgement
                                 }
                             }
                         } catch let error as RPCError {
