@@ -53,7 +53,8 @@ public struct HAFormation: Sendable {
             (try? await OpsPG.run(
                 script: "ops/ha", "events", directory: directory, environment: ["HA_PORT": String(port)],
                 output: true)) ?? "(no events: the monitor did not answer)"
-        let pattern = /FSM transition|restarted|synchronous|[Pp]romot|Monitor assigned|read_only|[Rr]ewind|diverged|not running/
+        let pattern =
+            /FSM transition|restarted|synchronous|[Pp]romot|Monitor assigned|read_only|[Rr]ewind|diverged|not running/
         let logs = ["node1", "node2"].map { name in
             let text = (try? String(contentsOfFile: "\(directory)/\(name).log", encoding: .utf8)) ?? ""
             let kept = text.split(separator: "\n").filter { $0.contains(pattern) }.suffix(lines)
