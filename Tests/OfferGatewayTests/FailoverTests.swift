@@ -60,7 +60,10 @@ struct FailoverTests {
         let admin = try await gateways.client(0)
         defer { admin.close() }
         let apiKey = try await RedemptionSupport.seedTenant(admin, slug: "ha")
-        let limit = 300
+        // Far more than the storm redeems before the kill lands (it starts at 40; `ops/ha kill` takes a few hundred
+        // ms on a loaded machine, and the storm redeems thousands a second): with 300, a loaded run reached the
+        // limit before the primary died and went on to the checks during the outage.
+        let limit = 3_000
         _ = try await admin.call(
             method: "campaigns.create",
             params: [
@@ -89,6 +92,7 @@ struct FailoverTests {
         try await formation.killPrimary()
         let killedAt = ContinuousClock.now
         let beforeRecovery = storm.successes
+        #expect(beforeRecovery < limit / 2, "the limit was nearly reached before the primary was killed")
         // The standby is promoted; the gateways carry on by themselves until the limit is reached.
         let exhausted = await eventually(timeout: .seconds(60)) {
             storm.seen.withLock { ($0.errors[-32041] ?? 0) >= 16 }
