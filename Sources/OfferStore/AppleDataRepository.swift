@@ -145,10 +145,13 @@ public struct AppleDataRepository: Sendable {
     private static func ingest(_ tx: PostgresTransaction, tenant: UUID, _ batch: AppleIngestBatch) async throws
         -> AppleIngestOutcome
     {
-        // The chains' locks (in order) and the notification's row, pipelined: one round trip, run in this order.
-        var opening = batch.chains.map { lockQuery(tenant: tenant, chain: $0) }
+        // The chains' locks (in order) and the notification's row, pipelined: one round trip, run in this order. A
+        // retry, and records older than those stored, are answered from what is stored: the commit waits for the
+        // standby even if nothing is new.
+        var opening: [PostgresQuery] = [.waitForStandbyAtCommit]
+        opening += batch.chains.map { lockQuery(tenant: tenant, chain: $0) }
         if let n = batch.notification { opening.append(insertQuery(tenant: tenant, n, batch: batch)) }
-        let opened = opening.isEmpty ? [] : try await tx.pipeline(opening).map { try $0.get() }
+        let opened = try await tx.pipeline(opening).map { try $0.get() }
         if let n = batch.notification, opened.last?.isEmpty == true {
             // A retry of a notification applied before answers with the customer it reached then.
             let stored = try await tx.query(

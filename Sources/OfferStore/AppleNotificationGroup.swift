@@ -55,6 +55,7 @@ extension AppleDataRepository {
         let chains = Set(items.flatMap(\.chains)).sorted()
         let uuids = notifications.map(\.notificationUUID)
         // One round trip: the chains' locks (in order), the notifications' rows, and what is stored under their ids.
+        // Duplicates are answered from what is stored: the commit waits for the standby even if nothing is new.
         let opened = try await tx.pipeline(
             [
                 lockAllQuery(tenant: tenant, chains: chains), insertAllQuery(tenant: tenant, items),
@@ -63,9 +64,10 @@ extension AppleDataRepository {
                               WHERE n.tenant_id = \(tenant) AND n.notification_uuid = u.id)
                 FROM unnest(\(uuids)::uuid[]) AS u(id)
                 """,
+                .waitForStandbyAtCommit,
             ], prepared: true
         ).map { try $0.get() }
-        guard opened.count == 3 else { throw StoreError.corrupt("pipeline returned \(opened.count) results") }
+        guard opened.count == 4 else { throw StoreError.corrupt("pipeline returned \(opened.count) results") }
         let inserted = Set(try opened[1].map { try $0.decode(UUID.self, at: 0) })
         var stored: [UUID: String] = [:]
         for row in opened[2] {

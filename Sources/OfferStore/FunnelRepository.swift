@@ -70,12 +70,13 @@ public struct FunnelRepository: Sendable {
     let pool: PostgresPool
 
     /// Stores events not stored before (per tenant and event id) in one statement; returns how many were new. Their
-    /// rollups are added in the same transaction (trigger `funnel_events_rollup`).
+    /// rollups are added in the same transaction (trigger `funnel_events_rollup`). A retry whose events are all
+    /// stored already is answered only once the standby has them (`waitForStandbyAtCommit`, pipelined with it).
     public func record(tenant: UUID, _ events: [FunnelEvent]) async throws(StoreError) -> Int {
         guard !events.isEmpty else { return 0 }
         let micros = events.map { Int64(($0.at.timeIntervalSince1970 * 1_000_000).rounded()) }
         return try await storeCall {
-            let rows = try await pool.query(
+            let insert: PostgresQuery =
                 """
                 WITH stored AS (
                     INSERT INTO funnel_events (tenant_id, event_id, customer_id, offer_id, event, at)
@@ -88,8 +89,11 @@ public struct FunnelRepository: Sendable {
                     RETURNING 1
                 )
                 SELECT count(*) FROM stored
-                """, prepared: true)
-            guard let row = rows.first else { throw StoreError.corrupt("count returned no row") }
+                """
+            let results = try await pool.pipeline([.waitForStandbyAtCommit, insert], prepared: true)
+            guard results.count == 2 else { throw StoreError.corrupt("pipeline returned \(results.count) results") }
+            _ = try results[0].get()
+            guard let row = try results[1].get().first else { throw StoreError.corrupt("count returned no row") }
             return Int(try row.decode(Int64.self, at: 0))
         }
     }

@@ -419,7 +419,8 @@ final class LibPQConnectionBox {
     }
 
     /// PostgreSQL's `SyncRepWaitForLSN` warns (SQLSTATE 01000) "canceling wait for synchronous replication due to
-    /// user request" on a cancel or statement timeout, and "canceling the wait for synchronous replication and
+    /// user request" on a cancel (`PQcancel`, `pg_cancel_backend`; not on `statement_timeout`, which PostgreSQL 15
+    /// turns off before the commit), and "canceling the wait for synchronous replication and
     /// terminating connection…" before it terminates the backend (that connection then breaks, which is already an
     /// error). The severity is matched unlocalised; the text in English, the server's messages as initdb sets them.
     static func isSyncReplicationCancelled(_ result: OpaquePointer) -> Bool {

@@ -120,3 +120,19 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
         }
     }
 }
+
+extension PostgresQuery {
+    /// Makes its transaction's `COMMIT` wait for the synchronous standby even when the transaction writes nothing.
+    ///
+    /// A transaction that answers from what it read (a duplicate delivery "already stored", a replay) needs it: a
+    /// commit becomes visible on the primary before the standby has it when the commit's wait was cancelled or the
+    /// primary restarted after a crash, and an answer given from such a row without waiting, then a failover, loses
+    /// what the answer promised was stored. This writes a tiny transactional WAL record (a logical decoding message,
+    /// prefix `offergate.durable`, which logical decoding consumers that do not ask for messages never see), so the
+    /// `COMMIT` flushes and waits until the standby has the WAL up to its commit record: past every commit the
+    /// transaction read. A transaction id alone is not enough (PostgreSQL 15 waits only if the transaction wrote WAL
+    /// before its commit record: `DurableAnswerTests`), and a row lock would make transactions of one tenant or
+    /// customer wait for each other.
+    public static let waitForStandbyAtCommit: PostgresQuery =
+        "SELECT pg_logical_emit_message(true, 'offergate.durable', '')"
+}
