@@ -2,7 +2,6 @@ import Foundation
 import OfferDomain
 import OfferTestSupport
 import Postgres
-import Synchronization
 import Testing
 
 @testable import OfferStore
@@ -20,37 +19,14 @@ struct DurableAnswerTests {
     /// This suite's own cluster: it requires a standby for a while, which would hold every other test's commits.
     static let server = TestServer.restartable("store-durable-answers")
 
-    static func setStandbys(_ admin: PostgresConnection, _ names: String) async throws {
-        try await admin.simpleQuery(unsafeSQL: "ALTER SYSTEM SET synchronous_standby_names = '\(names)'")
-        try await admin.simpleQuery(unsafeSQL: "SELECT pg_reload_conf()")
-    }
-
-    /// Runs `work` while `observer` cancels any backend of the database waiting for the standby; returns whether
-    /// `work` failed as a commit whose wait for the standby was cancelled (false too if it still ran after 30 s).
+    /// Runs `work` while its waits for the standby are cancelled (`SynchronousStandby.cancellingWaits`); returns
+    /// whether it failed as a commit whose wait for the standby was cancelled (false too if it still ran after 30 s).
     static func waitedForTheStandby(
         _ observer: PostgresPool, _ work: @escaping @Sendable () async throws -> Void
     ) async -> Bool {
-        let done = Atomic<Bool>(false)
-        let task = Task { () -> StoreError? in
-            defer { done.store(true, ordering: .releasing) }
-            do {
-                try await work()
-                return nil
-            } catch {
-                return error as? StoreError ?? .corrupt("not a store error: \(error)")
-            }
-        }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !done.load(ordering: .acquiring) {
-            guard ContinuousClock.now < deadline else { return false }
-            _ = try? await observer.query(
-                """
-                SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event = 'SyncRep'
-                """)
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        guard case .unavailable(let failure) = await task.value else { return false }
+        guard case .failure(let error) = await SynchronousStandby.cancellingWaits(observer: observer, work),
+            case .unavailable(let failure) = error as? StoreError
+        else { return false }
         return "\(failure)".contains("synchronous replication")
     }
 
@@ -75,7 +51,7 @@ struct DurableAnswerTests {
         defer { Task { await admin.close() } }
         // A run killed while the standby was required left it so: every commit there, CREATE DATABASE included,
         // would wait.
-        try await Self.setStandbys(admin, "")
+        try await SynchronousStandby.require("", admin: admin)
         try await TestDatabase.with(on: Self.server) { configuration in
             let db = OfferDatabase(pool: PostgresPool(configuration: configuration, maxConnections: 2))
             let observer = PostgresPool(configuration: configuration, maxConnections: 1)
@@ -101,7 +77,7 @@ struct DurableAnswerTests {
             #expect(try await db.appleData.ingest(tenant: tenant, first).duplicateNotification)
             #expect(try await db.funnel.record(tenant: tenant, [event]) == 0)
 
-            try await Self.setStandbys(admin, "nosuch_standby")
+            try await SynchronousStandby.require("nosuch_standby", admin: admin)
             do {
                 // The reload reaches the checkpointer (which decides whether commits wait) a moment later: wait
                 // until a write's commit waits.
@@ -132,12 +108,12 @@ struct DurableAnswerTests {
                 // already gives it a transaction id).
                 #expect(await Self.waitedForTheStandby(observer) { try await Self.redeemOrReplay(db, tenant: tenant) })
             } catch {
-                try await Self.setStandbys(admin, "")
+                try await SynchronousStandby.require("", admin: admin)
                 await db.pool.close()
                 await observer.close()
                 throw error
             }
-            try await Self.setStandbys(admin, "")
+            try await SynchronousStandby.require("", admin: admin)
             // Nothing sticks: without the standby requirement the duplicates are answered again.
             #expect(
                 await eventually(timeout: .seconds(20)) {

@@ -1,7 +1,6 @@
 import Foundation
 import OfferTestSupport
 import Postgres
-import Synchronization
 import Testing
 
 extension PostgresIntegrationTests {
@@ -12,47 +11,25 @@ extension PostgresIntegrationTests {
         /// This suite's own cluster: it names a synchronous standby that never comes, so every commit there waits.
         static let server = TestServer.restartable("postgres-syncrep")
 
-        /// Runs `work` while a standby is required; once its backend waits for the standby (wait event `SyncRep`),
-        /// cancels that wait with `pg_cancel_backend`, as an operator or a tool would. Returns how the work ended and
-        /// whether a wait was cancelled (false: it finished without waiting, the setting was not in effect yet).
+        /// Runs `work` while a standby is required, cancelling its backend's wait for the standby
+        /// (`SynchronousStandby.cancellingWaits`). Returns how the work ended and whether a wait was cancelled (false:
+        /// it finished without waiting, the setting was not in effect yet).
         static func cancelWhileWaiting(
             _ observer: PostgresPool, _ work: @escaping @Sendable () async throws -> Void
         ) async throws -> (outcome: Result<Void, PostgresError>, cancelled: Bool) {
-            let done = Atomic<Bool>(false)
-            let task = Task { () -> Result<Void, PostgresError> in
-                defer { done.store(true, ordering: .releasing) }
-                do {
-                    try await work()
-                    return .success(())
-                } catch let error as PostgresError {
-                    return .failure(error)
-                } catch {
-                    return .failure(PostgresError(kind: .protocolViolation, message: "\(error)"))
-                }
+            guard let ended = await SynchronousStandby.cancellingWaits(observer: observer, work) else {
+                throw TestCommandError("the work still waited after 30 s of cancelling its waits")
             }
-            var cancelled = false
-            _ = try await eventually(timeout: .seconds(30)) {
-                let n = try await observer.query(
-                    """
-                    SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity
-                    WHERE datname = current_database() AND wait_event = 'SyncRep'
-                    """
-                ).scalar(Int64.self)
-                return (n ?? 0) > 0 || done.load(ordering: .acquiring)
+            let outcome = ended.mapError {
+                ($0 as? PostgresError) ?? PostgresError(kind: .protocolViolation, message: "\($0)")
             }
-            let outcome = await task.value
-            if case .failure(let error) = outcome, error.kind == .commitNotReplicated { cancelled = true }
-            return (outcome, cancelled)
+            if case .failure(let error) = outcome, error.kind == .commitNotReplicated { return (outcome, true) }
+            return (outcome, false)
         }
 
         static func errorKind(_ run: (outcome: Result<Void, PostgresError>, cancelled: Bool)) -> PostgresError.Kind? {
             if case .failure(let error) = run.outcome { return error.kind }
             return nil
-        }
-
-        static func setStandbys(_ admin: PostgresConnection, _ names: String) async throws {
-            try await admin.simpleQuery(unsafeSQL: "ALTER SYSTEM SET synchronous_standby_names = '\(names)'")
-            try await admin.simpleQuery(unsafeSQL: "SELECT pg_reload_conf()")
         }
 
         @Test func aCommitWhoseWaitForTheStandbyIsCancelledFailsRetryably() async throws {
@@ -64,7 +41,7 @@ extension PostgresIntegrationTests {
                 do {
                     // The reload reaches the checkpointer (which decides whether commits wait) a moment later.
                     try await pool.query("CREATE TABLE warm (n int)")
-                    try await Self.setStandbys(admin, "nosuch_standby")
+                    try await SynchronousStandby.require("nosuch_standby", admin: admin)
                     let deadline = ContinuousClock.now + .seconds(10)
                     while ContinuousClock.now < deadline {
                         let warm = try await Self.cancelWhileWaiting(observer) {
@@ -92,10 +69,10 @@ extension PostgresIntegrationTests {
                     let rows = try await observer.query("SELECT array_agg(n ORDER BY n) FROM t").scalar([Int64].self)
                     #expect(rows == [1, 2, 3, 4])
                 } catch {
-                    try await Self.setStandbys(admin, "")
+                    try await SynchronousStandby.require("", admin: admin)
                     throw error
                 }
-                try await Self.setStandbys(admin, "")
+                try await SynchronousStandby.require("", admin: admin)
                 // Without a standby to wait for, commits succeed again on the same connection: nothing sticks.
                 #expect(
                     await eventually {
