@@ -15,15 +15,16 @@ import Testing
 final class RedemptionStorm: Sendable {
     struct Seen: Sendable {
         var successes: [String] = []
-        /// Acknowledged redemptions by request number `n`: the redemption id.
-        var acknowledged: [Int: String] = [:]
-        /// How each acknowledgement came, by `n`: when, whether it was a replay, after how many -32050 answers.
+        /// Acknowledged redemptions by request number `n`: the id, when, whether a replay, after how many -32050.
         var acknowledgements: [Int: Acknowledgement] = [:]
+        /// Acknowledged redemptions by request number `n`: the redemption id.
+        var acknowledged: [Int: String] { acknowledgements.mapValues(\.id) }
         var errors: [Int: Int] = [:]
         var transportFailures = 0
     }
 
     struct Acknowledgement: Sendable {
+        let id: String
         let at: ContinuousClock.Instant
         let replayed: Bool
         let retries: Int
@@ -78,10 +79,10 @@ final class RedemptionStorm: Sendable {
                             }
                             if let id = answer?["redemptionId"]?.stringValue {
                                 let acknowledgement = Acknowledgement(
-                                    at: .now, replayed: answer?["replayed"]?.boolValue == true, retries: retries)
+                                    id: id, at: .now, replayed: answer?["replayed"]?.boolValue == true,
+                                    retries: retries)
                                 self.seen.withLock {
                                     $0.successes.append(id)
-                                    $0.acknowledged[n] = id
                                     $0.acknowledgements[n] = acknowledgement
                                 }
                             }
