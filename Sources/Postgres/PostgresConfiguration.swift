@@ -17,9 +17,10 @@ public struct PostgresConfiguration: Sendable, Hashable {
     public var conninfo: String
     /// `application_name` shown in `pg_stat_activity` (overrides the conninfo's).
     public var applicationName: String?
-    /// Seconds libpq waits to connect (`connect_timeout`), to each host of a multi-host conninfo in turn; nil keeps
-    /// the conninfo's / libpq's default. 3 s by default: a first host that is down (its machine, not just its
-    /// PostgreSQL, which refuses at once) costs each new connection that long before the next host is tried.
+    /// Seconds libpq waits to connect (`connect_timeout`), to each host of a multi-host conninfo in turn, when the
+    /// conninfo sets no `connect_timeout` of its own (one it sets is kept, as keepalives are); nil leaves libpq's
+    /// default (none). 3 s by default: a first host that is down (its machine, not just its PostgreSQL, which refuses
+    /// at once) costs each new connection that long before the next host is tried.
     public var connectTimeoutSeconds: Int?
     /// The server's `statement_timeout` for every statement of every connection (a statement running longer fails
     /// with SQLSTATE 57014); `.zero` disables it, nil keeps the server's setting. Whole milliseconds.
@@ -67,6 +68,7 @@ public struct PostgresConfiguration: Sendable, Hashable {
         var pairs: [(String, String)] = []
         var userOptions = ""
         var setsKeepalives = false
+        var setsConnectTimeout = false
         var i = 0
         while let keyword = options[i].keyword {
             defer { i += 1 }
@@ -78,7 +80,9 @@ public struct PostgresConfiguration: Sendable, Hashable {
             case "options": userOptions = text
             case "client_encoding": continue
             case "application_name" where applicationName != nil: continue
-            case "connect_timeout" where connectTimeoutSeconds != nil: continue
+            case "connect_timeout":
+                setsConnectTimeout = true
+                pairs.append((key, text))
             default: pairs.append((key, text))
             }
         }
@@ -87,7 +91,9 @@ public struct PostgresConfiguration: Sendable, Hashable {
         pairs.append(("options", userOptions.isEmpty ? session : userOptions + " " + session))
         pairs.append(("client_encoding", "UTF8"))
         if let applicationName { pairs.append(("application_name", applicationName)) }
-        if let connectTimeoutSeconds { pairs.append(("connect_timeout", String(connectTimeoutSeconds))) }
+        if let connectTimeoutSeconds, !setsConnectTimeout {
+            pairs.append(("connect_timeout", String(connectTimeoutSeconds)))
+        }
         if !setsKeepalives { pairs += Self.defaultKeepalives }
         return pairs
     }

@@ -217,7 +217,8 @@ struct CodingTests {
     }
 
     /// Keepalives and a short connect timeout by default, so a vanished primary is noticed; a conninfo that sets
-    /// any keepalive parameter keeps its own and gets none of the defaults.
+    /// any keepalive parameter keeps its own and gets none of the defaults, and one that sets `connect_timeout`
+    /// keeps it (it is not replaced by the default).
     @Test func configurationAddsKeepalivesUnlessTheConninfoSetsThem() throws {
         let plain = try PostgresConfiguration(conninfo: "postgresql://u@h1:5432,h2:5432/app")
         let params = Dictionary(try plain.parameters(), uniquingKeysWith: { _, b in b })
@@ -233,5 +234,11 @@ struct CodingTests {
         #expect(!ownParams.contains { $0.0 == "keepalives_count" || $0.0 == "tcp_user_timeout" })
         let renamed = Dictionary(try plain.with(database: "db2").parameters(), uniquingKeysWith: { _, b in b })
         #expect(renamed["keepalives_idle"] == "5")
+        for conninfo in ["postgresql://u@h1/app?connect_timeout=20", "host=/sock dbname=app connect_timeout=20"] {
+            let patient = try PostgresConfiguration(conninfo: conninfo).with(database: "db2").parameters()
+            #expect(patient.filter { $0.0 == "connect_timeout" }.map(\.1) == ["20"], "\(conninfo)")
+        }
+        let none = try PostgresConfiguration(conninfo: "host=/sock", connectTimeoutSeconds: nil).parameters()
+        #expect(!none.contains { $0.0 == "connect_timeout" })
     }
 }
