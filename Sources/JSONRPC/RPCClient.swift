@@ -27,15 +27,29 @@ public final class RPCClient: Sendable {
         enum Waiter {
             case task(CheckedContinuation<JSONValue, any Error>)
             case callback(@Sendable (Result<JSONValue, any Error>) -> Void)
+            /// Takes the result's bytes unparsed (``sendForRawResult(method:params:timeout:_:)``).
+            case rawCallback(@Sendable (Result<RPCRawResult, any Error>) -> Void)
         }
         var waiter: Waiter
         var deadline: Double?
+
+        var wantsRawResult: Bool {
+            if case .rawCallback = waiter { return true }
+            return false
+        }
 
         func resume(_ result: Result<JSONValue, any Error>) {
             switch waiter {
             case .task(let continuation): continuation.resume(with: result)
             case .callback(let callback): callback(result)
+            case .rawCallback(let callback):
+                callback(result.map { RPCRawResult(frame: JSONSerializer.serialize($0)) })
             }
+        }
+
+        func resume(raw result: RPCRawResult) {
+            guard case .rawCallback(let callback) = waiter else { return }
+            callback(.success(result))
         }
     }
 
@@ -205,6 +219,18 @@ public final class RPCClient: Sendable {
         }
     }
 
+    /// Like ``send(method:params:timeout:_:)``, but the result reaches `onResponse` as its bytes, checked as JSON
+    /// syntax and not parsed (``RPCRawResult``): for a caller that looks at few results (a load generator reading
+    /// hundreds of large answers a millisecond), the envelope's `id` and `error` are all that is read.
+    public func sendForRawResult(
+        method: String, params: JSONValue? = nil, timeout: Duration? = nil,
+        _ onResponse: @escaping @Sendable (Result<RPCRawResult, any Error>) -> Void
+    ) {
+        if !enqueue(method: method, params: params, deadline: timeout.map(Self.deadline), .rawCallback(onResponse)) {
+            onResponse(.failure(JSONRPCError(.connectionClosed, "connection is closed")))
+        }
+    }
+
     /// The loop clock's reading (``EventLoop/now()`` seconds) `timeout` from now: a call's deadline.
     static func deadline(after timeout: Duration) -> Double {
         let (seconds, attoseconds) = timeout.components
@@ -363,6 +389,12 @@ public final class RPCClient: Sendable {
     // MARK: Loop thread
 
     func received(_ frame: [UInt8]) {
+        // Most lines answer a call: read the envelope, parse only the result a waiter wants built.
+        if let envelope = ResponseEnvelope.scan(frame, maxDepth: configuration.maxNestingDepth),
+            resolve(envelope, in: frame)
+        {
+            return
+        }
         guard let value = try? JSONParsing.parse(frame, maxDepth: configuration.maxNestingDepth) else {
             deliverRaw(frame)
             return
@@ -399,6 +431,35 @@ public final class RPCClient: Sendable {
         switch response.result {
         case .success(let result): call.resume(.success(result))
         case .failure(let error): call.resume(.failure(error))
+        }
+        return true
+    }
+
+    /// Resolves the call `envelope` answers; false when none waits for it or its result does not parse (the line
+    /// then takes the whole-line path, as every line did before envelopes were scanned).
+    func resolve(_ envelope: ResponseEnvelope, in frame: [UInt8]) -> Bool {
+        let call = state.withLock { s -> Pending? in
+            guard let call = s.pending.removeValue(forKey: envelope.id) else { return nil }
+            if call.deadline != nil { s.timedCalls -= 1 }
+            return call
+        }
+        guard let call else { return false }
+        switch envelope.outcome {
+        case .error(let error): call.resume(.failure(error))
+        case .result(let range) where call.wantsRawResult:
+            call.resume(raw: RPCRawResult(frame: frame, range: range))
+        case .result(let range):
+            // One level less: the envelope around it counted as one when the whole line was parsed.
+            let depth = max(configuration.maxNestingDepth - 1, 1)
+            guard let result = try? JSONParsing.parse(frame[range], maxDepth: depth) else {
+                // Put it back: the whole-line path will not resolve it either, and it times out as before.
+                state.withLock { s in
+                    s.pending[envelope.id] = call
+                    if call.deadline != nil { s.timedCalls += 1 }
+                }
+                return false
+            }
+            call.resume(.success(result))
         }
         return true
     }
@@ -476,5 +537,27 @@ final class ClientConnection: ChannelHandler {
 
     func channelTick(now: Double, channel: Channel) {
         box.client?.expireCalls(now: now)
+    }
+}
+
+/// A call's `result` as it arrived: the bytes of one JSON value, checked for syntax (escapes, UTF-8, nesting) but not
+/// built, and not yet checked for duplicate keys, which ``value(maxDepth:)`` rejects as every parse does.
+public struct RPCRawResult: Sendable {
+    let frame: [UInt8]
+    let range: Range<Int>
+
+    init(frame: [UInt8], range: Range<Int>) {
+        self.frame = frame
+        self.range = range
+    }
+
+    init(frame: [UInt8]) { self.init(frame: frame, range: frame.indices) }
+
+    /// The result's JSON text.
+    public var bytes: ArraySlice<UInt8> { frame[range] }
+
+    /// The result, parsed.
+    public func value(maxDepth: Int = JSONParsing.defaultMaxDepth) throws(JSONRPCError) -> JSONValue {
+        try JSONParsing.parse(frame[range], maxDepth: maxDepth)
     }
 }

@@ -152,7 +152,7 @@ struct FunnelReport {
         }
         var table = TextTable(headers: headers.enumerated().map { pad($1, $0) })
         for row in cells { table.append(row.enumerated().map { pad($1, $0) }) }
-        var out = "\(title)\n\(range)\n\n" + table.render() + "\n"
+        let out = "\(title)\n\(range)\n\n" + table.render() + "\n"
         var steps = TextTable(headers: ["STAGE", "COUNT", "OF OFFERED", "OF PREVIOUS"])
         for (i, stage) in Self.stages.enumerated() {
             steps.append([

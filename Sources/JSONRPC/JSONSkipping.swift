@@ -1,0 +1,189 @@
+// Walking over a JSON value without building it: for a response envelope whose `result` the caller may never look
+// at (a load generator), so that only the envelope's few members are materialised.
+
+extension JSONParser {
+    /// Steps over one value at `index`, checking it as `parseValue` does (the same syntax, escapes, UTF-8 and depth
+    /// rules) without building it. The one check it leaves out: duplicate keys, which need the keys themselves;
+    /// parsing the skipped bytes later (`JSONParsing.parse`) still rejects them.
+    mutating func skipValue() throws(JSONRPCError) {
+        guard index < buffer.count else { throw fail("unexpected end of input") }
+        switch buffer[index] {
+        case UInt8(ascii: "{"): try skipContainer(close: UInt8(ascii: "}"), keyed: true)
+        case UInt8(ascii: "["): try skipContainer(close: UInt8(ascii: "]"), keyed: false)
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try expectLiteral("true")
+        case UInt8(ascii: "f"): try expectLiteral("false")
+        case UInt8(ascii: "n"): try expectLiteral("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try parseNumber()
+        default: throw fail("unexpected byte")
+        }
+    }
+
+    /// An object (`keyed`: string keys and ':') or an array, from its opening bracket to `close`.
+    mutating func skipContainer(close: UInt8, keyed: Bool) throws(JSONRPCError) {
+        try enter()
+        index += 1  // { or [
+        skipWhitespace()
+        if index < buffer.count, buffer[index] == close {
+            index += 1
+            depth -= 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            if keyed {
+                guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
+                    throw fail("expected a string key")
+                }
+                try skipString()
+                skipWhitespace()
+                guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipWhitespace()
+            }
+            try skipValue()
+            skipWhitespace()
+            guard index < buffer.count else { throw fail(keyed ? "unterminated object" : "unterminated array") }
+            let byte = buffer[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { continue }
+            if byte == close { break }
+            throw fail(keyed ? "expected ',' or '}'" : "expected ',' or ']'", at: index - 1)
+        }
+        depth -= 1
+    }
+
+    /// A string from its opening quote, escapes and UTF-8 checked as `parseString` checks them.
+    mutating func skipString() throws(JSONRPCError) {
+        let opening = index
+        index += 1
+        var scratch: [UInt8] = []
+        while true {
+            skipPlainASCII()
+            guard index < buffer.count else { throw fail("unterminated string", at: opening) }
+            let byte = buffer[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return
+            case UInt8(ascii: "\\"):
+                index += 1
+                try parseEscape(into: &scratch)
+                scratch.removeAll(keepingCapacity: true)
+            case 0..<0x20: throw fail("control character in string")
+            case 0..<0x80: index += 1
+            default: index += try validateUTF8Scalar()
+            }
+        }
+    }
+}
+
+extension JSONParser {
+    /// Steps over whole 8-byte words of string content that need no look: printable ASCII other than `"` and `\`.
+    /// A word with any other byte is left to the byte-by-byte loop (the tests below never miss one; they may flag
+    /// a plain word as special, which only costs that word the slow loop).
+    @inline(__always) mutating func skipPlainASCII() {
+        guard let base = buffer.baseAddress else { return }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while buffer.count - index >= 8 {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            // Some byte is 0 (so the word held `"` or `\`), is below 0x20, or has its high bit set.
+            let special =
+                ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                | word
+            if special & highs != 0 { return }
+            index += 8
+        }
+    }
+}
+
+/// A JSON-RPC response line read as far as matching it needs: its integer `id`, its `error` (parsed: it is small),
+/// and where its `result` lies (checked as JSON, not built). `nil` for anything else (a request, a batch, a string
+/// id, an invalid envelope): the caller then parses the whole line as before.
+struct ResponseEnvelope {
+    let id: Int64
+    /// The `result` value's bytes in the scanned line, or the error (exactly one of the two).
+    let outcome: Outcome
+
+    enum Outcome {
+        case result(Range<Int>)
+        case error(RPCError)
+    }
+
+    static func scan(_ frame: [UInt8], maxDepth: Int) -> ResponseEnvelope? {
+        frame.withUnsafeBufferPointer { buffer in
+            var parser = JSONParser(buffer: buffer, maxDepth: min(max(maxDepth, 1), JSONParsing.maxDepthCap))
+            return try? parser.scanResponse()
+        }
+    }
+}
+
+extension JSONParser {
+    /// The envelope of a response object (see `ResponseEnvelope`); nil when the line is not one whose members are
+    /// exactly what `RPCResponse(json:)` accepts with an integer id. Throws on invalid JSON.
+    mutating func scanResponse() throws(JSONRPCError) -> ResponseEnvelope? {
+        skipWhitespace()
+        guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
+        try enter()
+        index += 1
+        var version: JSONValue?
+        var id: JSONValue?
+        var result: Range<Int>?
+        var error: JSONValue?
+        var others: [String] = []
+        skipWhitespace()
+        if index < buffer.count, buffer[index] == UInt8(ascii: "}") { return nil }
+        while true {
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+            let key = try parseString()
+            skipWhitespace()
+            guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            skipWhitespace()
+            // A repeated member makes the line invalid JSON for the strict parser: leave it to that path.
+            switch key {
+            case "jsonrpc":
+                guard version == nil else { return nil }
+                version = try parseValue()
+            case "id":
+                guard id == nil else { return nil }
+                id = try parseValue()
+            case "error":
+                guard error == nil else { return nil }
+                error = try parseValue()
+            case "result":
+                guard result == nil else { return nil }
+                let start = index
+                try skipValue()
+                result = start..<index
+            default:
+                guard !others.contains(key) else { return nil }
+                others.append(key)
+                _ = try parseValue()  // rare, and strictly checked as the whole-line parse would
+            }
+            skipWhitespace()
+            guard index < buffer.count else { throw fail("unterminated object") }
+            let byte = buffer[index]
+            index += 1
+            if byte == UInt8(ascii: ",") { continue }
+            if byte == UInt8(ascii: "}") { break }
+            throw fail("expected ',' or '}'", at: index - 1)
+        }
+        depth -= 1
+        skipWhitespace()
+        guard index == buffer.count, version == .string("2.0"), !others.contains("method"),
+            case .number(let number)? = id, let intID = number.int64
+        else { return nil }
+        switch (result, error) {
+        case (let range?, nil): return ResponseEnvelope(id: intID, outcome: .result(range))
+        case (nil, let raw?):
+            guard let rpcError = RPCError(json: raw) else { return nil }
+            return ResponseEnvelope(id: intID, outcome: .error(rpcError))
+        default: return nil
+        }
+    }
+}
