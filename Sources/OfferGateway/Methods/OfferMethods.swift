@@ -23,12 +23,16 @@ enum OfferMethods {
         MethodSpec(
             name: "offers.best", access: .tenant,
             run: { ctx in
-                let request = try ctx.params(OfferService.BestRequest.self)
+                let request =
+                    try OfferService.BestRequest(plainParams: ctx.request.params)
+                    ?? ctx.params(OfferService.BestRequest.self)
                 return Wire.best(try await ctx.services.offers.best(request, tenant: try await ctx.tenant()))
             },
             now: { ctx in
                 guard let tenant = try ctx.ownTenant() else { return nil }
-                let request = try ctx.params(OfferService.BestRequest.self)
+                let request =
+                    try OfferService.BestRequest(plainParams: ctx.request.params)
+                    ?? ctx.params(OfferService.BestRequest.self)
                 return try ctx.services.offers.bestNow(request, tenant: tenant).map(Wire.best)
             }),
         MethodSpec(name: "offers.sign", access: .tenant) { ctx in
