@@ -72,8 +72,9 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     /// With `blockingAt` (stdio's one reader thread, never a pool thread): once that many requests are in flight,
     /// blocks the caller until at most half of them are left, so a full pipeline costs one wake-up per batch of
     /// completions instead of one per request, and the check shares the lock that counts the request.
+    /// `beforeWaiting` runs just before the caller would block (stdio writes the answers it held back).
     @discardableResult
-    func dispatch(_ frame: [UInt8], blockingAt limit: Int? = nil) -> Dispatched {
+    func dispatch(_ frame: [UInt8], blockingAt limit: Int? = nil, beforeWaiting: () -> Void = {}) -> Dispatched {
         // Only small frames are parsed on the caller's (transport) thread: a large one (a catalog, a batch) would
         // hold up every other connection of that thread, so it is parsed on its task.
         let inbound = frame.count <= Self.answerNowMaxBytes ? RPCInbound.classify(frame, maxDepth: maxDepth) : nil
@@ -108,7 +109,10 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             s.wakeReaderAt = max(1, limit) / 2
             return true
         }
-        if mustWait { capacity.wait() }
+        if mustWait {
+            beforeWaiting()
+            capacity.wait()
+        }
         return .started
     }
 

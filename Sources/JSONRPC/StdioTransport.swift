@@ -117,6 +117,9 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
         self.logger = logger
     }
 
+    /// Answers held back for one hand-over to the writer at most (bytes).
+    static var heldAnswersLimit: Int { 65_536 }
+
     /// Whether shutdown stopped the reading (frames read after that are dropped).
     var isStopped: Bool { stopped.load(ordering: .acquiring) }
 
@@ -155,9 +158,19 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
     }
 
     /// The reader thread's loop: read, frame, dispatch (blocking at the in-flight cap), until EOF or shutdown.
+    ///
+    /// The answers given at once to the requests of one read leave together, as a socket's do (one hand-over to
+    /// the writer and one wake-up of its thread, not one per answer); they are handed over early when they reach
+    /// `heldAnswersLimit` bytes, and before the reader blocks at the in-flight cap.
     func read(from input: Int32, frameLimit: Int, maxInFlight: Int) {
         var framer = LineFramer(limit: frameLimit)
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var held: [UInt8] = []
+        func handOver() {
+            guard !held.isEmpty else { return }
+            writer.enqueue(held)
+            held.removeAll(keepingCapacity: true)
+        }
         reading: while !isStopped {
             let n = buffer.withUnsafeMutableBytes { raw in Glibc.read(input, raw.baseAddress, raw.count) }
             if n < 0 && errno == EINTR { continue }
@@ -167,17 +180,22 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
                 switch event {
                 case .frame(let bytes):
                     if isStopped { break reading }
-                    if case .answered(let answer?) = dispatcher.dispatch(bytes, blockingAt: maxInFlight) {
-                        writer.enqueue(answer)
+                    let dispatched = dispatcher.dispatch(bytes, blockingAt: maxInFlight, beforeWaiting: handOver)
+                    if case .answered(let answer?) = dispatched {
+                        held += answer
+                        if held.count >= Self.heldAnswersLimit { handOver() }
                     }
                 case .tooLarge:
                     if isStopped { break reading }
+                    handOver()
                     let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: frameLimit)))
                     writer.enqueue(ConnectionDispatcher<Handler>.frame(response))
                     logger?(.frameTooLarge(info))
                 }
             }
+            handOver()
         }
+        handOver()
         // EOF is not a disconnect: answer everything already read, then end. (After `stopReading`, shutdown ends it.)
         if !isStopped { dispatcher.whenIdle { [self] in self.end(reason: "eof") } }
     }
