@@ -187,7 +187,7 @@ extension JSONValue: CustomStringConvertible {
 
 /// A JSON value serialized once (compact UTF-8), for answers computed once and sent many times: the serializer
 /// copies the bytes instead of walking the value again, and they take a fraction of the value's memory. Made only
-/// from a ``JSONValue``, so the bytes are always valid JSON.
+/// from a ``JSONValue`` or by a ``JSONObjectWriter``, so the bytes are always valid JSON.
 public struct EncodedJSON: Sendable, Hashable {
     /// The compact JSON text.
     public let bytes: [UInt8]
@@ -195,6 +195,8 @@ public struct EncodedJSON: Sendable, Hashable {
     public init(_ value: JSONValue) {
         bytes = JSONSerializer.serialize(value.expanded)
     }
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// The value parsed back (the bytes came from the serializer, so parsing cannot fail).
     public var value: JSONValue {
