@@ -288,6 +288,13 @@ struct ApplePayload {
         guard object.objectValue != nil else { throw AppleSignedDataError(.malformedJWS, "payload is not an object") }
     }
 
+    /// Whether `text` holds a NUL byte, with `memchr` over its UTF-8 (a nested JWS is ~19 KB: walking it through
+    /// `String.UTF8View` one byte at a time was 2 % of a notification's gateway CPU).
+    static func containsNUL(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in bytes.count > 0 && memchr(bytes.baseAddress!, 0, bytes.count) != nil }
+    }
+
     private func bad(_ key: String, _ what: String) -> AppleSignedDataError {
         AppleSignedDataError(.malformedJWS, "claim \(key) is not \(what)")
     }
@@ -305,7 +312,7 @@ struct ApplePayload {
             if required { throw bad(key, "present") }
             return nil
         }
-        guard let text = value.stringValue, text.utf8.count <= maxBytes, !text.utf8.contains(0) else {
+        guard let text = value.stringValue, text.utf8.count <= maxBytes, !Self.containsNUL(text) else {
             throw bad(key, "a string of at most \(maxBytes) bytes")
         }
         return text
@@ -344,7 +351,7 @@ struct ApplePayload {
         guard let value = value(key) else { return nil }
         guard let list = value.arrayValue, list.count <= 100 else { throw bad(key, "a list of strings") }
         return try list.map { item in
-            guard let text = item.stringValue, !text.isEmpty, text.utf8.count <= 255, !text.utf8.contains(0) else {
+            guard let text = item.stringValue, !text.isEmpty, text.utf8.count <= 255, !Self.containsNUL(text) else {
                 throw bad(key, "a list of strings")
             }
             return text
