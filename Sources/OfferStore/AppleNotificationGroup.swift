@@ -291,7 +291,9 @@ extension AppleDataRepository {
         let f = records.map(\.facts)
         // Each row's list as an array literal, cast back per row (unnest would flatten a two-dimensional array).
         let winBack: [String?] = f.map {
-            $0.eligibleWinBackOfferIds.map { String(decoding: $0.postgresBind().bytes ?? [], as: UTF8.self) }
+            $0.eligibleWinBackOfferIds.map {
+                String(decoding: String.postgresArrayLiteralBind($0).bytes ?? [], as: UTF8.self)
+            }
         }
         let statuses: [Int32?] = f.map { $0.autoRenewStatus.map { Int32(clamping: $0) } }
         let authenticity = records.map { $0.verifiedByApple ? "verifiedChain" : "unverifiedDevelopmentData" }

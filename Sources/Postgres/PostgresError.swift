@@ -164,11 +164,19 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     /// Removes occurrences of bound values (their text form) from a server text.
     static func scrub(_ text: String, binds: [PostgresBind]) -> String {
         var text = text
-        for bind in binds {
-            guard bind.format == .text, let bytes = bind.bytes, bytes.count >= 3,
-                let value = String(validating: bytes, as: UTF8.self)
-            else { continue }
+        func redact(_ bytes: [UInt8]) {
+            guard bytes.count >= 3, let value = String(validating: bytes, as: UTF8.self) else { return }
             text = text.replacingOccurrences(of: value, with: "<redacted>")
+        }
+        for bind in binds {
+            guard let bytes = bind.bytes else { continue }
+            switch bind.format {
+            case .text: redact(bytes)
+            case .binary where bind.type == .textArray:
+                // Each element: a message quotes one value, never a whole array.
+                for element in PostgresBinaryTextArray.decode(bytes) ?? [] { redact(element) }
+            case .binary: continue
+            }
         }
         return text
     }

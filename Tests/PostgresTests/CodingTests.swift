@@ -70,8 +70,8 @@ struct CodingTests {
     }
 
     @Test func arrayEncodingQuotesAndEscapes() {
-        let bind = ["a", "b,c", "q\"", "s\\", "NULL"].postgresBind()
-        #expect(bind.type == .textArray)
+        let bind = String.postgresArrayLiteralBind(["a", "b,c", "q\"", "s\\", "NULL"])
+        #expect(bind.type == .textArray && bind.format == .text)
         #expect(bind.bytes.map { String(decoding: $0, as: UTF8.self) } == #"{"a","b,c","q\"","s\\","NULL"}"#)
         let ints: [Int64?] = [1, nil, -3]
         #expect(ints.postgresBind().bytes.map { String(decoding: $0, as: UTF8.self) } == #"{"1",NULL,"-3"}"#)
@@ -142,6 +142,25 @@ struct CodingTests {
         #expect(!text.contains("very-secret-value"))
         let null = #expect(throws: PostgresError.self) { try Int64.decodeNull(from: cell(nil, .int8, name: "n")) }
         #expect(null?.decodeColumn == "n (#0)")
+    }
+
+    /// `[String]` goes as a binary `text[]` (array_send's layout), and errors are scrubbed of each of its elements.
+    @Test func stringArraysAreBinaryTextArrays() throws {
+        let bind = ["ab", "", "é"].postgresBind()
+        #expect(bind.type == .textArray && bind.format == .binary)
+        let header: [UInt8] = [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 25, 0, 0, 0, 3, 0, 0, 0, 1]
+        let elements: [UInt8] = [0, 0, 0, 2, 0x61, 0x62, 0, 0, 0, 0, 0, 0, 0, 2, 0xC3, 0xA9]
+        #expect(bind.bytes == header + elements)
+        #expect([String]().postgresBind().bytes == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25])
+        let awkward = ["a", "b,c", "", "q\"", "NULL", "ünï 😀", String(repeating: "x", count: 20_000)]
+        let awkwardBytes = try #require(awkward.postgresBind().bytes)
+        let decoded = try #require(PostgresBinaryTextArray.decode(awkwardBytes))
+        #expect(decoded.map { String(decoding: $0, as: UTF8.self) } == awkward)
+        #expect(PostgresBinaryTextArray.decode([0, 0, 0, 1]) == nil)
+        #expect(PostgresBinaryTextArray.decode(header + elements.dropLast()) == nil)
+        let scrubbed = PostgresError.scrub(
+            "Key (code)=(SECRET-CODE-1) already exists", binds: [["other", "SECRET-CODE-1"].postgresBind()])
+        #expect(scrubbed == "Key (code)=(<redacted>) already exists")
     }
 
     @Test func errorDescriptionRedactsQuotedFragmentsAndScrubsBinds() {

@@ -88,6 +88,15 @@ extension PostgresIntegrationTests {
                 #expect(try row.decode([String].self, at: 1) == [])
                 let error = await expectPostgresError { _ = try row.decode([String].self, at: 0) }
                 #expect(error?.kind == .decode)
+                // [String] binds in binary: empty, long and awkward elements come back as they went.
+                let long = String(repeating: "JWS.", count: 5_000) + "\\\"{},"
+                let sent: [[String]] = [[], [long, "", "NULL", "ünï 😀"]]
+                for list in sent {
+                    let echoed = try #require(
+                        try await pool.query("SELECT \(list)::text[], cardinality(\(list)::text[])").first)
+                    #expect(try echoed.decode([String].self, at: 0) == list)
+                    #expect(try echoed.decode(Int64.self, at: 1) == Int64(list.count))
+                }
 
                 try await pool.query("CREATE TABLE codes (code text PRIMARY KEY, n int8)")
                 let codes = (0..<100).map { "code-\($0)-ü" }
