@@ -125,17 +125,10 @@ struct JSONParser {
             depth -= 1
             return .array(elements)
         }
-        while true {
+        repeat {
             skipWhitespace()
             elements.append(try parseValue())
-            skipWhitespace()
-            guard index < buffer.count else { throw fail("unterminated array") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "]") { break }
-            throw fail("expected ',' or ']'", at: index - 1)
-        }
+        } while try continuesAfterElement(close: UInt8(ascii: "]"))
         depth -= 1
         return .array(elements)
     }
@@ -151,9 +144,8 @@ struct JSONParser {
             depth -= 1
             return .object(JSONObject(uncheckedMembers: members))
         }
-        while true {
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+        repeat {
+            try expectKey()
             let keyOffset = index
             let key = try parseString()
             // Duplicate keys are rejected. Small objects: linear scan; large ones: a set.
@@ -163,22 +155,39 @@ struct JSONParser {
                 if keySet == nil { keySet = Set(members.map(\.key)) }
                 guard keySet?.insert(key).inserted == true else { throw fail("duplicate key", at: keyOffset) }
             }
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-            index += 1
-            skipWhitespace()
+            try expectColon()
             let value = try parseValue()
             members.append(JSONObject.Member(key: key, value: value))
-            skipWhitespace()
-            guard index < buffer.count else { throw fail("unterminated object") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "}") { break }
-            throw fail("expected ',' or '}'", at: index - 1)
-        }
+        } while try continuesAfterElement(close: UInt8(ascii: "}"))
         depth -= 1
         return .object(JSONObject(uncheckedMembers: members))
+    }
+
+    /// Whitespace, then a member's key must begin (the separators of objects, shared with `JSONSkipping.swift`).
+    @inline(__always) mutating func expectKey() throws(JSONRPCError) {
+        skipWhitespace()
+        guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+    }
+
+    /// After a key: whitespace, `:`, whitespace.
+    @inline(__always) mutating func expectColon() throws(JSONRPCError) {
+        skipWhitespace()
+        guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+        index += 1
+        skipWhitespace()
+    }
+
+    /// After an element of an array (`close` is `]`) or a member of an object (`}`): whitespace, then `,` (true:
+    /// another follows) or `close` (false: the container ended); anything else is an error.
+    @inline(__always) mutating func continuesAfterElement(close: UInt8) throws(JSONRPCError) -> Bool {
+        skipWhitespace()
+        let object = close == UInt8(ascii: "}")
+        guard index < buffer.count else { throw fail(object ? "unterminated object" : "unterminated array") }
+        let byte = buffer[index]
+        index += 1
+        if byte == UInt8(ascii: ",") { return true }
+        if byte == close { return false }
+        throw fail(object ? "expected ',' or '}'" : "expected ',' or ']'", at: index - 1)
     }
 
     mutating func parseNumber() throws(JSONRPCError) -> JSONNumber {

@@ -29,27 +29,16 @@ extension JSONParser {
             depth -= 1
             return
         }
-        while true {
-            skipWhitespace()
+        repeat {
             if keyed {
-                guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else {
-                    throw fail("expected a string key")
-                }
+                try expectKey()
                 try skipString()
-                skipWhitespace()
-                guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                index += 1
+                try expectColon()
+            } else {
                 skipWhitespace()
             }
             try skipValue()
-            skipWhitespace()
-            guard index < buffer.count else { throw fail(keyed ? "unterminated object" : "unterminated array") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == close { break }
-            throw fail(keyed ? "expected ',' or '}'" : "expected ',' or ']'", at: index - 1)
-        }
+        } while try continuesAfterElement(close: close)
         depth -= 1
     }
 
@@ -136,14 +125,10 @@ extension JSONParser {
         var others: [String] = []
         skipWhitespace()
         if index < buffer.count, buffer[index] == UInt8(ascii: "}") { return nil }
-        while true {
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+        repeat {
+            try expectKey()
             let key = try parseString()
-            skipWhitespace()
-            guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-            index += 1
-            skipWhitespace()
+            try expectColon()
             // A repeated member makes the line invalid JSON for the strict parser: leave it to that path.
             switch key {
             case "jsonrpc":
@@ -165,14 +150,7 @@ extension JSONParser {
                 others.append(key)
                 _ = try parseValue()  // rare, and strictly checked as the whole-line parse would
             }
-            skipWhitespace()
-            guard index < buffer.count else { throw fail("unterminated object") }
-            let byte = buffer[index]
-            index += 1
-            if byte == UInt8(ascii: ",") { continue }
-            if byte == UInt8(ascii: "}") { break }
-            throw fail("expected ',' or '}'", at: index - 1)
-        }
+        } while try continuesAfterElement(close: UInt8(ascii: "}"))
         depth -= 1
         skipWhitespace()
         guard index == buffer.count, version == .string("2.0"), !others.contains("method"),
