@@ -67,6 +67,19 @@ public final class RPCClient: Sendable {
         var nextToken: UInt64 = 1
         var closed = false
         var notificationHandler: (@Sendable (RPCRequest) -> Void)? = nil
+
+        /// Registers a call waiting for `id`, counting it among `timedCalls` if it has a deadline.
+        mutating func add(_ call: Pending, id: Int64) {
+            pending[id] = call
+            if call.deadline != nil { timedCalls += 1 }
+        }
+
+        /// Removes and returns the call waiting for `id`, keeping `timedCalls` in step.
+        mutating func take(_ id: Int64) -> Pending? {
+            guard let call = pending.removeValue(forKey: id) else { return nil }
+            if call.deadline != nil { timedCalls -= 1 }
+            return call
+        }
     }
 
     let loop: EventLoop
@@ -244,8 +257,7 @@ public final class RPCClient: Sendable {
             if s.closed { return false }
             let id = s.nextID
             s.nextID += 1
-            s.pending[id] = Pending(waiter: waiter, deadline: deadline)
-            if deadline != nil { s.timedCalls += 1 }
+            s.add(Pending(waiter: waiter, deadline: deadline), id: id)
             Self.appendRequestLine(method: method, params: params, id: id, to: &s.outbox)
             return true
         }
@@ -422,12 +434,7 @@ public final class RPCClient: Sendable {
         guard let response = RPCResponse(json: value), case .number(let number) = response.id,
             let id = number.int64
         else { return false }
-        let call = state.withLock { s -> Pending? in
-            guard let call = s.pending.removeValue(forKey: id) else { return nil }
-            if call.deadline != nil { s.timedCalls -= 1 }
-            return call
-        }
-        guard let call else { return false }
+        guard let call = state.withLock({ $0.take(id) }) else { return false }
         switch response.result {
         case .success(let result): call.resume(.success(result))
         case .failure(let error): call.resume(.failure(error))
@@ -438,12 +445,7 @@ public final class RPCClient: Sendable {
     /// Resolves the call `envelope` answers; false when none waits for it or its result does not parse (the line
     /// then takes the whole-line path, as every line did before envelopes were scanned).
     func resolve(_ envelope: ResponseEnvelope, in frame: [UInt8]) -> Bool {
-        let call = state.withLock { s -> Pending? in
-            guard let call = s.pending.removeValue(forKey: envelope.id) else { return nil }
-            if call.deadline != nil { s.timedCalls -= 1 }
-            return call
-        }
-        guard let call else { return false }
+        guard let call = state.withLock({ $0.take(envelope.id) }) else { return false }
         switch envelope.outcome {
         case .error(let error): call.resume(.failure(error))
         case .result(let range) where call.wantsRawResult:
@@ -453,10 +455,7 @@ public final class RPCClient: Sendable {
             let depth = max(configuration.maxNestingDepth - 1, 1)
             guard let result = try? JSONParsing.parse(frame[range], maxDepth: depth) else {
                 // Put it back: the whole-line path will not resolve it either, and it times out as before.
-                state.withLock { s in
-                    s.pending[envelope.id] = call
-                    if call.deadline != nil { s.timedCalls += 1 }
-                }
+                state.withLock { $0.add(call, id: envelope.id) }
                 return false
             }
             call.resume(.success(result))
