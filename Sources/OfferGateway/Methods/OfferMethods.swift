@@ -23,16 +23,12 @@ enum OfferMethods {
         MethodSpec(
             name: "offers.best", access: .tenant,
             run: { ctx in
-                let request =
-                    try OfferService.BestRequest(plainParams: ctx.request.params)
-                    ?? ctx.params(OfferService.BestRequest.self)
+                let request = try bestRequest(ctx)
                 return Wire.best(try await ctx.services.offers.best(request, tenant: try await ctx.tenant()))
             },
             now: { ctx in
                 guard let tenant = try ctx.ownTenant() else { return nil }
-                let request =
-                    try OfferService.BestRequest(plainParams: ctx.request.params)
-                    ?? ctx.params(OfferService.BestRequest.self)
+                let request = try bestRequest(ctx)
                 return try ctx.services.offers.bestNow(request, tenant: tenant).map(Wire.best)
             }),
         MethodSpec(name: "offers.sign", access: .tenant) { ctx in
@@ -48,4 +44,9 @@ enum OfferMethods {
             ]
         },
     ]
+
+    /// `offers.best`'s params: plain ones read off the object, anything else (and every error) through `Decodable`.
+    static func bestRequest(_ ctx: MethodContext) throws -> OfferService.BestRequest {
+        try OfferService.BestRequest(plainParams: ctx.request.params) ?? ctx.params(OfferService.BestRequest.self)
+    }
 }

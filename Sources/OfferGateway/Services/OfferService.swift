@@ -37,47 +37,6 @@ struct OfferService: Sendable {
         let at: Date?
         let locale: String?
         let billingPlan: String?
-
-        /// The request of `params` that hold only strings and no `at`, read straight off the object: the common
-        /// paywall call, for which `Decodable` was 15 % of a remembered answer's cost. Anything else (a missing
-        /// `customerId`, a value of another type, `at`) is nil, and `Decodable` reads it, errors and all. Members
-        /// the request does not read are ignored, as `Decodable` ignores them.
-        init?(plainParams params: JSONValue?) {
-            guard case .object(let object)? = params else { return nil }
-            var customerId: String?
-            var productId: String?
-            var groupId: String?
-            var locale: String?
-            var billingPlan: String?
-            for member in object.members {
-                switch (member.key, member.value) {
-                case ("customerId", .string(let text)): customerId = text
-                case ("productId", .string(let text)): productId = text
-                case ("groupId", .string(let text)): groupId = text
-                case ("locale", .string(let text)): locale = text
-                case ("billingPlan", .string(let text)): billingPlan = text
-                case ("customerId", _), ("productId", _), ("groupId", _), ("locale", _), ("billingPlan", _), ("at", _):
-                    return nil
-                default: continue
-                }
-            }
-            guard let customerId else { return nil }
-            self.init(
-                customerId: customerId, productId: productId, groupId: groupId, at: nil, locale: locale,
-                billingPlan: billingPlan)
-        }
-
-        init(
-            customerId: String, productId: String?, groupId: String?, at: Date?, locale: String?,
-            billingPlan: String?
-        ) {
-            self.customerId = customerId
-            self.productId = productId
-            self.groupId = groupId
-            self.at = at
-            self.locale = locale
-            self.billingPlan = billingPlan
-        }
     }
 
     struct SignRequest: Decodable, Sendable {
@@ -529,5 +488,36 @@ final class Rendered: Sendable {
         let made = make()
         value.withLock { $0 = made }
         return made
+    }
+}
+
+extension OfferService.BestRequest {
+    /// The request of `params` that hold only strings and no `at`, read straight off the object: the common
+    /// paywall call, for which `Decodable` was 15 % of a remembered answer's cost. Anything else (a missing
+    /// `customerId`, a value of another type, `at`) is nil, and `Decodable` reads it, errors and all. Members
+    /// the request does not read are ignored, as `Decodable` ignores them.
+    init?(plainParams params: JSONValue?) {
+        guard case .object(let object)? = params else { return nil }
+        var customerId: String?
+        var productId: String?
+        var groupId: String?
+        var locale: String?
+        var billingPlan: String?
+        for member in object.members {
+            switch (member.key, member.value) {
+            case ("customerId", .string(let text)): customerId = text
+            case ("productId", .string(let text)): productId = text
+            case ("groupId", .string(let text)): groupId = text
+            case ("locale", .string(let text)): locale = text
+            case ("billingPlan", .string(let text)): billingPlan = text
+            case ("customerId", _), ("productId", _), ("groupId", _), ("locale", _), ("billingPlan", _), ("at", _):
+                return nil
+            default: continue
+            }
+        }
+        guard let customerId else { return nil }
+        self.init(
+            customerId: customerId, productId: productId, groupId: groupId, at: nil, locale: locale,
+            billingPlan: billingPlan)
     }
 }
