@@ -109,7 +109,10 @@ extension PostgresIntegrationTests {
                     group.addTask { try await writeSkew(2, 1) }
                     return try await group.reduce(into: []) { $0.append($1) }.sorted()
                 }
-                #expect(runs.load(ordering: .relaxed) == 3)
+                // At least one retry. A retry that starts before the other transaction committed reads the old
+                // state again and conflicts again (seen in a full suite run on a loaded machine): more runs, the
+                // same serializable outcome.
+                #expect((3...5).contains(runs.load(ordering: .relaxed)))
                 #expect(seen == [0, 1])
                 let rows = try await pool.query("SELECT k, seen FROM items ORDER BY seen")
                 #expect(rows.count == 2)
