@@ -136,6 +136,11 @@ final class PostgresQueueExecutor: SerialExecutor {
     /// True when called from this executor's queue.
     var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self) }
 
+    /// Lets `assumeIsolated` hold on the queue outside any task (`PostgresConnection.onQueue`).
+    func checkIsolated() {
+        precondition(isCurrent, "not on the connection's queue")
+    }
+
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         queue.async {

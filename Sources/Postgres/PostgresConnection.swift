@@ -205,8 +205,11 @@ public actor PostgresConnection {
                 if let name { return PQsendQueryPrepared(conn, name, n, values, lengths, formats, 0) }
                 return PQsendQueryParams(conn, q.sql, n, types, values, lengths, formats, 0)
             }
-            guard sent == 1, flush(conn) else { return try abandonPipeline(conn) }
+            guard sent == 1 else { return try abandonPipeline(conn) }
         }
+        // One flush for the whole pipeline, after its sync (libpq sends early only past 8 KB). A flush per statement
+        // let the server see each statement alone: it answered each in its own packet, and the queue thread slept
+        // and woke once per result instead of once per round trip.
         guard PQpipelineSync(conn) == 1, flush(conn) else { return try abandonPipeline(conn) }
         PQsetnonblocking(conn, 0)
         var results: [Result<PostgresRows, PostgresError>] = []

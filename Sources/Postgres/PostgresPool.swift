@@ -32,8 +32,11 @@ public final class PostgresPool: Sendable {
     public let maxConnections: Int
     public let acquireTimeout: Duration
 
+    /// Gets a leased connection (its id and itself) or the reason there is none, once.
+    private typealias Leased = @Sendable (Result<(Int, PostgresConnection), any Error>) -> Void
+
     private struct Waiter {
-        var continuation: CheckedContinuation<(Int, PostgresConnection), any Error>
+        var resume: Leased
         var timeout: Task<Void, Never>?
     }
 
@@ -86,16 +89,41 @@ public final class PostgresPool: Sendable {
     @discardableResult
     public func query(_ query: PostgresQuery, prepared: Bool = false) async throws -> PostgresRows {
         let (id, connection) = try await acquire()
-        let outcome = await connection.pooledQuery(query, prepared: prepared)
+        let outcome = await connection.pooled { try $0.runQuery(query, prepared: prepared) }
         release(id, reusable: outcome.reusable)
         return try outcome.result.get()
     }
 
-    /// Runs a pipeline on a pooled connection (see `PostgresConnection.pipeline(_:prepared:)`).
+    /// Runs a pipeline on a pooled connection (see `PostgresConnection.pipeline(_:prepared:)`), in one hop onto the
+    /// connection's queue like `query` (not three: the liveness check, the pipeline, the reuse check).
     public func pipeline(
         _ queries: [PostgresQuery], prepared: Bool = false
     ) async throws -> [Result<PostgresRows, PostgresError>] {
-        try await withConnection { try await $0.pipeline(queries, prepared: prepared) }
+        let (id, connection) = try await acquire()
+        let outcome = await connection.pooled { try $0.runPipeline(queries, prepared: prepared) }
+        release(id, reusable: outcome.reusable)
+        return try outcome.result.get()
+    }
+
+    /// `pipeline` without a task: `reply` gets the results on the connection's own queue, right after the round
+    /// trip. Nothing hops to the cooperative pool and back, so a batched read costs its caller no thread hand-off
+    /// of its own. Not cancellable (there is no task to cancel it); `acquireTimeout` still holds.
+    public func pipeline(
+        _ queries: [PostgresQuery], prepared: Bool = false,
+        reply: @escaping @Sendable (Result<[Result<PostgresRows, PostgresError>], PostgresError>) -> Void
+    ) {
+        acquire { leased in
+            switch leased {
+            case .failure(let error):
+                reply(.failure(PostgresConnection.asPostgresError(error)))
+            case .success((let id, let connection)):
+                connection.onQueue { connection in
+                    let outcome = connection.pooledNow { try $0.runPipeline(queries, prepared: prepared) }
+                    self.release(id, reusable: outcome.reusable)
+                    reply(outcome.result)
+                }
+            }
+        }
     }
 
     /// Sends a notification (`pg_notify`) on `channel`.
@@ -168,29 +196,43 @@ public final class PostgresPool: Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let actions = state.withLock { s in
-                    s.waiters[waiterID] = Waiter(continuation: continuation, timeout: nil)
-                    return s.machine.acquire(waiterID)
-                }
-                perform(actions)
-                let timeout = acquireTimeout
-                let needsTimer = state.withLock { $0.waiters[waiterID] != nil }
-                guard needsTimer else { return }
-                let timer = Task { [weak self] in
-                    do { try await Task.sleep(for: timeout) } catch { return }
-                    self?.waiterTimedOut(waiterID)
-                }
-                let stillWaiting = state.withLock { s in
-                    guard s.waiters[waiterID] != nil else { return false }
-                    s.waiters[waiterID]?.timeout = timer
-                    return true
-                }
-                if !stillWaiting { timer.cancel() }
+                acquire(waiterID) { continuation.resume(with: $0) }
             }
         } onCancel: {
             let actions = state.withLock { $0.machine.waiterCancelled(waiterID) }
             perform(actions)
         }
+    }
+
+    /// A connection to `leased`, without a task: at once when one is idle, else when one is returned or opened, or
+    /// `.poolTimeout` after `acquireTimeout`.
+    private func acquire(_ leased: @escaping Leased) {
+        let waiterID = state.withLock { s in
+            defer { s.nextWaiterID += 1 }
+            return s.nextWaiterID
+        }
+        acquire(waiterID, leased)
+    }
+
+    private func acquire(_ waiterID: Int, _ leased: @escaping Leased) {
+        let actions = state.withLock { s in
+            s.waiters[waiterID] = Waiter(resume: leased, timeout: nil)
+            return s.machine.acquire(waiterID)
+        }
+        perform(actions)
+        let timeout = acquireTimeout
+        let needsTimer = state.withLock { $0.waiters[waiterID] != nil }
+        guard needsTimer else { return }
+        let timer = Task { [weak self] in
+            do { try await Task.sleep(for: timeout) } catch { return }
+            self?.waiterTimedOut(waiterID)
+        }
+        let stillWaiting = state.withLock { s in
+            guard s.waiters[waiterID] != nil else { return false }
+            s.waiters[waiterID]?.timeout = timer
+            return true
+        }
+        if !stillWaiting { timer.cancel() }
     }
 
     private func waiterTimedOut(_ waiterID: Int) {
@@ -211,15 +253,14 @@ public final class PostgresPool: Sendable {
                 }
                 waiter?.timeout?.cancel()
                 if let connection {
-                    waiter?.continuation.resume(returning: (id, connection))
+                    waiter?.resume(.success((id, connection)))
                 } else {
-                    waiter?.continuation.resume(
-                        throwing: PostgresError(kind: .protocolViolation, message: "pool lost a connection"))
+                    waiter?.resume(.failure(PostgresError(kind: .protocolViolation, message: "pool lost a connection")))
                 }
             case .failWaiter(let waiterID, let error):
                 let waiter = state.withLock { $0.waiters.removeValue(forKey: waiterID) }
                 waiter?.timeout?.cancel()
-                waiter?.continuation.resume(throwing: error)
+                waiter?.resume(.failure(error))
             case .closeConnection(let id):
                 let connection = state.withLock { $0.connections.removeValue(forKey: id) }
                 if let connection { Task { await connection.close() } }
@@ -350,21 +391,39 @@ extension PostgresConnection {
         if !probe() { try connect() }
     }
 
-    /// `ensureAlive` + query + reuse check in one hop onto the connection's queue.
-    func pooledQuery(_ q: PostgresQuery, prepared: Bool) async -> (
-        result: Result<PostgresRows, PostgresError>, reusable: Bool
+    /// `ensureAlive` + `work` (cancellable) + reuse check in one hop onto the connection's queue.
+    func pooled<T: Sendable>(_ work: @Sendable (isolated PostgresConnection) throws -> T) async -> (
+        result: Result<T, PostgresError>, reusable: Bool
     ) {
         do {
             try ensureAlive()
         } catch {
             return (.failure(Self.asPostgresError(error)), false)
         }
-        let result: Result<PostgresRows, PostgresError>
+        let result: Result<T, PostgresError>
         do {
-            result = .success(try await cancellable { try runQuery(q, prepared: prepared) })
+            result = .success(try await cancellable { try work(self) })
         } catch {
             result = .failure(Self.asPostgresError(error))
         }
         return (result, prepareForReuse())
+    }
+
+    /// `pooled` for a caller already on the queue and outside any task (`onQueue`): nothing to cancel it.
+    func pooledNow<T>(_ work: (isolated PostgresConnection) throws -> T) -> (
+        result: Result<T, PostgresError>, reusable: Bool
+    ) {
+        do {
+            try ensureAlive()
+        } catch {
+            return (.failure(Self.asPostgresError(error)), false)
+        }
+        return (Result { try work(self) }.mapError(Self.asPostgresError), prepareForReuse())
+    }
+
+    /// Runs `body` on the connection's queue, isolated to it, outside any task: for callers that wait with a
+    /// callback, not a task (`PostgresPool.pipeline(_:prepared:reply:)`).
+    nonisolated func onQueue(_ body: @escaping @Sendable (isolated PostgresConnection) -> Void) {
+        executor.queue.async { self.assumeIsolated { body($0) } }
     }
 }

@@ -110,6 +110,72 @@ extension PostgresIntegrationTests {
             }
         }
 
+        /// `pipeline(_:prepared:reply:)`: the same results as the async pipeline, given outside any task on the
+        /// connection's queue; the connection goes back to the pool; errors (a statement's, the pool's) reach
+        /// the reply.
+        @Test func pipelineWithAReplyAnswersOutsideAnyTask() async throws {
+            try await TestDatabase.with { config in
+                let pool = PostgresPool(configuration: config, maxConnections: 1, acquireTimeout: .milliseconds(200))
+                try await pool.query("CREATE TABLE pr (k int PRIMARY KEY, v text)")
+                try await pool.query("INSERT INTO pr SELECT g, 'v' || g FROM generate_series(1, 20) g")
+                let queries: [PostgresQuery] = [
+                    "SELECT v FROM pr WHERE k = ANY(\([3, 5, 7])) ORDER BY k", "SELECT count(*) FROM pr",
+                    "SELECT 1 / \(0)", "SELECT 2",
+                ]
+                for prepared in [false, true] {
+                    let (outcome, inTask) = await Self.pipelined(pool, queries, prepared: prepared)
+                    #expect(!inTask)
+                    let results = try outcome.get()
+                    let expected = try await pool.pipeline(queries, prepared: prepared)
+                    #expect(results.count == 4 && expected.count == 4)
+                    #expect(try results[0].get().map { try $0.decode(String.self, at: 0) } == ["v3", "v5", "v7"])
+                    #expect(
+                        try results[0].get().map { try $0.decode(String.self, at: 0) }
+                            == expected[0].get().map { try $0.decode(String.self, at: 0) })
+                    #expect(try results[1].get().scalar(Int.self) == 20)
+                    guard case .failure(let failed) = results[2], case .failure(let aborted) = results[3] else {
+                        Issue.record("expected the third and fourth statements to fail")
+                        continue
+                    }
+                    #expect(failed.sqlState == "22012")
+                    #expect(aborted.kind == .pipelineAborted)
+                    #expect(await eventually { pool.stats().idle == 1 && pool.stats().inUse == 0 })
+                }
+                // Every connection busy: the pool's timeout reaches the reply.
+                let gate = Gate()
+                let holder = Task { try await pool.withConnection { _ in await gate.wait() } }
+                #expect(await eventually { pool.stats().inUse == 1 })
+                let (timedOut, _) = await Self.pipelined(pool, ["SELECT 1"], prepared: false)
+                guard case .failure(let error) = timedOut else {
+                    Issue.record("expected a pool timeout, got \(timedOut)")
+                    return
+                }
+                #expect(error.kind == .poolTimeout)
+                await gate.release()
+                try await holder.value
+                let (after, _) = await Self.pipelined(pool, ["SELECT 9"], prepared: true)
+                #expect(try after.get()[0].get().scalar(Int.self) == 9)
+                await pool.close()
+                let (closed, _) = await Self.pipelined(pool, ["SELECT 1"], prepared: false)
+                guard case .failure(let closedError) = closed else {
+                    Issue.record("expected the closed pool's error")
+                    return
+                }
+                #expect(closedError.kind == .poolClosed)
+            }
+        }
+
+        /// A reply-style pipeline's outcome, and whether the reply ran inside a Swift task.
+        static func pipelined(_ pool: PostgresPool, _ queries: [PostgresQuery], prepared: Bool) async -> (
+            Result<[Result<PostgresRows, PostgresError>], PostgresError>, Bool
+        ) {
+            await withCheckedContinuation { continuation in
+                pool.pipeline(queries, prepared: prepared) { outcome in
+                    continuation.resume(returning: (outcome, withUnsafeCurrentTask { $0 != nil }))
+                }
+            }
+        }
+
         @Test func connectionFailureIsARetryableConnectionError() async throws {
             let bad = try PostgresConfiguration(conninfo: "host=/nonexistent/socket/dir user=postgres dbname=x")
             let pool = PostgresPool(configuration: bad, maxConnections: 1, acquireTimeout: .seconds(5))
