@@ -78,12 +78,18 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
         // Only small frames are parsed on the caller's (transport) thread: a large one (a catalog, a batch) would
         // hold up every other connection of that thread, so it is parsed on its task.
         let inbound = frame.count <= Self.answerNowMaxBytes ? RPCInbound.classify(frame, maxDepth: maxDepth) : nil
+        var later: (start: RPCNowAnswer.Start, id: RPCID?)? = nil
         if case .single(.request(let request))? = inbound {
             let context = RPCContext(connection: info, requestID: request.id, sendFrame: sendFrame)
-            if let result = handler.answerNow(request, session: session, context: context) {
+            switch handler.answerNow(request, session: session, context: context) {
+            case .answered(let result)?:
                 guard state.withLock({ !$0.closed }) else { return .dropped }
                 guard let id = request.id else { return .answered(nil) }
                 return .answered(RPCExchange.frame(RPCResponse(id: id, result: result)))
+            case .later(let start)?:
+                later = (start, request.id)
+            case nil:
+                break
             }
         }
         let token = state.withLock { s -> UInt64? in
@@ -93,14 +99,37 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             return s.nextToken
         }
         guard let token else { return .dropped }
+        if let (start, id) = later {
+            // No task: the handler answers from whichever thread has the answer. Counted in flight like a task, so
+            // `whenIdle` and the end of the session wait for it; a close cannot cancel it (it has nothing to stop).
+            start { result in
+                self.complete(id.map { RPCExchange.frame(RPCResponse(id: $0, result: result)) })
+                self.finished(token, hasTask: false)
+            }
+            if waitsAtLimit(limit, storing: nil, token: token) {
+                beforeWaiting()
+                capacity.wait()
+            }
+            return .started
+        }
         // Created outside the lock: starting a task may wake a pool thread, and completions take this lock too.
         let task = Task {
             let response = await self.process(inbound ?? RPCInbound.classify(frame, maxDepth: self.maxDepth))
             self.complete(response)
             self.finished(token)
         }
-        let mustWait = state.withLock { s -> Bool in
-            if s.finishedUnstored.remove(token) == nil {
+        if waitsAtLimit(limit, storing: task, token: token) {
+            beforeWaiting()
+            capacity.wait()
+        }
+        return .started
+    }
+
+    /// Stores a request's task (if it has one) for cancellation unless it finished already, and whether the caller
+    /// must wait for capacity (`dispatch(_:blockingAt:)`), both under the one lock.
+    private func waitsAtLimit(_ limit: Int?, storing task: Task<Void, Never>?, token: UInt64) -> Bool {
+        state.withLock { s -> Bool in
+            if let task, s.finishedUnstored.remove(token) == nil {
                 s.running[token] = task
                 // Closed meanwhile: `closed()` did not see this task, so cancel it here.
                 if s.closed { task.cancel() }
@@ -109,11 +138,6 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             s.wakeReaderAt = max(1, limit) / 2
             return true
         }
-        if mustWait {
-            beforeWaiting()
-            capacity.wait()
-        }
-        return .started
     }
 
     /// The transport closed: cancels what is still running; ends the session now or after the last request.
@@ -137,10 +161,11 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
         if now { callback() }
     }
 
-    func finished(_ token: UInt64) {
+    /// A request finished; `hasTask` false for one answered later without a task (never in `running`).
+    func finished(_ token: UInt64, hasTask: Bool = true) {
         let (idle, wakeReader, end) = state.withLock { s -> ([@Sendable () -> Void], Bool, Bool) in
             s.inFlight -= 1
-            if s.running.removeValue(forKey: token) == nil { s.finishedUnstored.insert(token) }
+            if hasTask, s.running.removeValue(forKey: token) == nil { s.finishedUnstored.insert(token) }
             var wakeReader = false
             if let at = s.wakeReaderAt, s.inFlight <= at {
                 s.wakeReaderAt = nil

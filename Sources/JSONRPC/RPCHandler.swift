@@ -18,11 +18,12 @@ public protocol RPCHandler: Sendable {
     func handle(_ request: RPCRequest, session: Session, context: RPCContext) async -> Result<JSONValue, RPCError>
 
     /// Answers one request at once, on the transport's own thread, when its answer needs no waiting (one held in
-    /// memory, a ping); nil sends it down the asynchronous path (`handle`), which must then give the same answer.
-    /// Called for every single request before `handle`: it must never block, suspend or do more than a lookup's
-    /// work, since the connections of that thread wait meanwhile. Saves the request two thread hand-offs (to the
-    /// cooperative pool and back) and a task. The default answers nothing at once.
-    func answerNow(_ request: RPCRequest, session: Session, context: RPCContext) -> Result<JSONValue, RPCError>?
+    /// memory, a ping), or takes it to answer later without a task (`.later`: waiting for a shared read); nil sends
+    /// it down the asynchronous path (`handle`), which must then give the same answer. Called for every single
+    /// request before `handle`: it must never block, suspend or do more than a lookup's work, since the connections
+    /// of that thread wait meanwhile. Saves the request two thread hand-offs (to the cooperative pool and back) and
+    /// a task. The default answers nothing at once.
+    func answerNow(_ request: RPCRequest, session: Session, context: RPCContext) -> RPCNowAnswer?
 
     /// Called once after the connection closed and all its in-flight requests finished.
     func sessionEnded(_ session: Session)
@@ -31,9 +32,20 @@ public protocol RPCHandler: Sendable {
 extension RPCHandler {
     public func sessionEnded(_ session: Session) {}
 
-    public func answerNow(_ request: RPCRequest, session: Session, context: RPCContext) -> Result<
-        JSONValue, RPCError
-    >? { nil }
+    public func answerNow(_ request: RPCRequest, session: Session, context: RPCContext) -> RPCNowAnswer? { nil }
+}
+
+/// What `RPCHandler.answerNow` did with a request it took.
+public enum RPCNowAnswer: Sendable {
+    /// Starts the work of a request answered later; calls its reply exactly once, on any thread, without blocking
+    /// the caller (the transport's thread) until then.
+    public typealias Start = @Sendable (_ reply: @escaping @Sendable (Result<JSONValue, RPCError>) -> Void) -> Void
+
+    /// The answer, given at once.
+    case answered(Result<JSONValue, RPCError>)
+    /// The answer comes from `start`'s reply (counted in flight meanwhile, like a request on a task). For work that
+    /// waits without a task of its own: a batched read, whose finishing thread replies to everyone it served.
+    case later(Start)
 }
 
 /// Describes a connection, for sessions and logs.

@@ -25,24 +25,59 @@ public struct CustomerRecordsRepository: Sendable {
         return found
     }
 
+    /// `records(tenant:customerIds:)` without a task: `reply` gets them on the database connection's queue, right
+    /// after the round trip, so the caller's batch costs no hop to the cooperative pool and back. More customers
+    /// than one round trip reads go through the asynchronous path.
+    public func records(
+        tenant: UUID, customerIds: [String],
+        reply: @escaping @Sendable (Result<[String: CustomerRecords], StoreError>) -> Void
+    ) {
+        let distinct = Array(Set(customerIds))
+        guard distinct.count <= Self.customersPerRoundTrip else {
+            Task {
+                do { reply(.success(try await records(tenant: tenant, customerIds: distinct))) } catch {
+                    reply(.failure(StoreError.wrap(error)))
+                }
+            }
+            return
+        }
+        pool.pipeline(Self.queries(tenant: tenant, customers: distinct), prepared: true) { results in
+            var found = [String: CustomerRecords](
+                uniqueKeysWithValues: distinct.map { ($0, CustomerRecords(recorded: [])) })
+            do {
+                try Self.collect(try results.get(), into: &found)
+                reply(.success(found))
+            } catch {
+                reply(.failure(StoreError.wrap(error)))
+            }
+        }
+    }
+
     private func read(tenant: UUID, customers: [String], into found: inout [String: CustomerRecords])
         async throws(StoreError)
     {
         try await storeCall {
             let results = try await pool.pipeline(Self.queries(tenant: tenant, customers: customers), prepared: true)
-            guard results.count == 3 else { throw StoreError.corrupt("customer records: \(results.count) results") }
-            for row in try results[0].get() {
-                found[try Self.customer(row), default: CustomerRecords(recorded: [])].recorded.append(
-                    try SubscriptionRepository.transaction(row))
-            }
-            for row in try results[1].get() {
-                found[try Self.customer(row), default: CustomerRecords(recorded: [])].appleTransactions.append(
-                    try AppleDataRepository.transactionFacts(row))
-            }
-            for row in try results[2].get() {
-                found[try Self.customer(row), default: CustomerRecords(recorded: [])].appleRenewals.append(
-                    try AppleDataRepository.renewalFacts(row))
-            }
+            try Self.collect(results, into: &found)
+        }
+    }
+
+    /// Each customer's records from the three reads' results (`queries`).
+    private static func collect(
+        _ results: [Result<PostgresRows, PostgresError>], into found: inout [String: CustomerRecords]
+    ) throws {
+        guard results.count == 3 else { throw StoreError.corrupt("customer records: \(results.count) results") }
+        for row in try results[0].get() {
+            found[try customer(row), default: CustomerRecords(recorded: [])].recorded.append(
+                try SubscriptionRepository.transaction(row))
+        }
+        for row in try results[1].get() {
+            found[try customer(row), default: CustomerRecords(recorded: [])].appleTransactions.append(
+                try AppleDataRepository.transactionFacts(row))
+        }
+        for row in try results[2].get() {
+            found[try customer(row), default: CustomerRecords(recorded: [])].appleRenewals.append(
+                try AppleDataRepository.renewalFacts(row))
         }
     }
 

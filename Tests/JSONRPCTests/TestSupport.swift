@@ -31,11 +31,47 @@ final class TestHandler: RPCHandler {
 
     func makeSession(_ info: ConnectionInfo) -> TestSession { TestSession() }
 
-    /// "now" is answered at once (`{"now": params}`); "maybeNow" only when its params say `"now": true`.
-    func answerNow(_ request: RPCRequest, session: TestSession, context: RPCContext) -> Result<JSONValue, RPCError>? {
+    /// Requests taken by `answerNow` to answer later ("later", "held"), and how many it has answered.
+    let laterTaken = Atomic<Int>(0)
+    let laterAnswered = Atomic<Int>(0)
+    /// The replies of "held" requests, answered when the test calls `releaseHeld()`.
+    let held = Mutex<[@Sendable () -> Void]>([])
+
+    /// Answers every "held" request taken so far (`{"held": params}`), on the caller's thread.
+    func releaseHeld() {
+        for reply in held.withLock({ held in
+            defer { held.removeAll() }
+            return held
+        }) { reply() }
+    }
+
+    /// "now" is answered at once (`{"now": params}`); "maybeNow" only when its params say `"now": true`; "later"
+    /// (`{"ms": n}`) is answered without a task, from a Dispatch thread after n ms (`{"later": params}`).
+    func answerNow(_ request: RPCRequest, session: TestSession, context: RPCContext) -> RPCNowAnswer? {
         switch request.method {
         case "now": break
         case "maybeNow" where request.params?["now"] == true: break
+        case "later":
+            laterTaken.add(1, ordering: .relaxed)
+            let params = request.params ?? .null
+            let ms = Int(params["ms"]?.int64Value ?? 0)
+            return .later { reply in
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(ms)) {
+                    self.laterAnswered.add(1, ordering: .relaxed)
+                    reply(.success(["later": params]))
+                }
+            }
+        case "held":
+            laterTaken.add(1, ordering: .relaxed)
+            let params = request.params ?? .null
+            return .later { reply in
+                self.held.withLock {
+                    $0.append {
+                        self.laterAnswered.add(1, ordering: .relaxed)
+                        reply(.success(["held": params]))
+                    }
+                }
+            }
         default: return nil
         }
         let inTask = withUnsafeCurrentTask { $0 != nil }
@@ -43,7 +79,7 @@ final class TestHandler: RPCHandler {
             $0.count += 1
             if inTask { $0.inTasks += 1 }
         }
-        return .success(["now": request.params ?? .null])
+        return .answered(.success(["now": request.params ?? .null]))
     }
 
     func sessionEnded(_ session: TestSession) {

@@ -155,6 +155,44 @@ import Testing
         #expect(try await cache.value(for: "k") { 3 } == 2)  // the fresh value is kept, the stale one is not
     }
 
+    /// The callback form (no task): callers of one key share the load `start` began; a value loaded across an
+    /// invalidation reaches them but is not kept; a cached value is replied at once, on the caller's thread.
+    @Test func theCallbackFormSharesALoadAndLosesNoInvalidation() async throws {
+        let cache = KeyedCache<String, Int>()
+        let replies = Mutex<[Result<Int, any Error>]>([])
+        let landing = Mutex<(@Sendable (Result<Int, any Error>) -> Void)?>(nil)
+        let starts = Counter()
+        func ask() {
+            cache.value(
+                for: "k",
+                start: { landed in
+                    _ = starts.next()
+                    landing.withLock { $0 = landed }
+                },
+                reply: { result in replies.withLock { $0.append(result) } })
+        }
+        ask()
+        ask()
+        #expect(starts.loads.withLock { $0 } == 1)
+        #expect(replies.withLock { $0.count } == 0)
+        cache.invalidate("k")
+        let land = try #require(landing.withLock { $0 })
+        land(.success(7))
+        #expect(replies.withLock { $0.compactMap { try? $0.get() } } == [7, 7])
+        #expect(cache.cached("k") == nil)
+        // The next caller loads afresh, and that load is kept.
+        ask()
+        #expect(starts.loads.withLock { $0 } == 2)
+        let landAgain = try #require(landing.withLock { $0 })
+        landAgain(.success(8))
+        #expect(cache.cached("k") == 8)
+        ask()
+        #expect(starts.loads.withLock { $0 } == 2)
+        #expect(replies.withLock { $0.compactMap { try? $0.get() } } == [7, 7, 8, 8])
+        #expect(cache.lookupCount("t").hits == 1)
+        #expect(cache.lookupCount("t").misses == 3)
+    }
+
     @Test func aCapacityDropsTheOldestEntriesFirst() async throws {
         let cache = KeyedCache<Int, Int>(capacity: 3)
         for key in 1...5 { _ = try await cache.value(for: key) { key * 10 } }

@@ -104,7 +104,29 @@ pg_ticks() {
     for p in $(pgrep -P "$pm"); do total=$((total + $(cpu_ticks "$p"))); done
     echo "$total"
 }
+# ctx_switches PID: context switches (voluntary + involuntary) of a process's live threads so far: each one that
+# wakes a sleeping thread is a hand-off between threads, which on this VM costs ~10-25 µs of kernel time.
+ctx_switches() {
+    cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/ {n += $2} END {print n + 0}'
+}
 per_thousand() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f\n", 1e6 * t / hz / n}'; }
+
+# gateway_stats SOCKET EXPR: a field of the gateway's `system.stats` (a python expression over `r`), asked as admin.
+gateway_stats() {
+    python3 - "$1" "$2" <<'PY'
+import json, os, socket, sys
+conn = socket.socket(socket.AF_UNIX)
+conn.connect(sys.argv[1])
+stream = conn.makefile("rwb")
+def call(id, method, params):
+    stream.write(json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode() + b"\n")
+    stream.flush()
+    return json.loads(stream.readline())["result"]
+call(1, "session.authenticate", {"apiKey": os.environ["OFFERGATE_ADMIN_KEY"]})
+r = call(2, "system.stats", {})
+print(eval(sys.argv[2]))
+PY
+}
 
 # jget FILE EXPR: a field of an offer-load --json report (python expression over `r`).
 jget() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }

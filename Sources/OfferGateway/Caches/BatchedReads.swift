@@ -11,14 +11,19 @@ import Synchronization
 /// a subscription chain (Retention Messaging's lookup by `originalTransactionId`). `KeyedCache` already shares one
 /// load among requests for the same key; this shares round trips among different keys.
 final class BatchedReads<Value: Sendable>: Sendable {
-    /// Reads the values of `ids` (distinct) of one tenant in one round trip; an id missing from the answer gets
-    /// `missing`.
-    typealias Read = @Sendable (_ tenant: UUID, _ ids: [String]) async throws -> [String: Value]
+    /// Receives one id's value (or the read's error), once, on the thread that finished the read.
+    typealias Reply = @Sendable (Result<Value, any Error>) -> Void
+    /// Reads the values of `ids` (distinct) of one tenant in one round trip and calls `done` once, on whichever
+    /// thread finished it; an id missing from the answer gets `missing`.
+    typealias Read =
+        @Sendable (
+            _ tenant: UUID, _ ids: [String], _ done: @escaping @Sendable (Result<[String: Value], any Error>) -> Void
+        ) -> Void
 
     private struct Pending: Sendable {
         let tenant: UUID
         let id: String
-        let continuation: CheckedContinuation<Value, any Error>
+        let reply: Reply
     }
 
     private let read: Read
@@ -35,10 +40,24 @@ final class BatchedReads<Value: Sendable>: Sendable {
     ///     would be cheaper still, but a single slow read (a customer with a long history) would hold up every one.
     ///   - maxBatchSize: most keys one read asks for.
     ///   - missing: the value of an id the read did not answer for.
+    ///   - read: one round trip, answered through its callback (no task per batch when the store can answer
+    ///     that way: `CustomerRecordsRepository.records(tenant:customerIds:reply:)`).
     init(maxInFlight: Int = 2, maxBatchSize: Int = 256, missing: Value, read: @escaping Read) {
         self.read = read
         self.missing = missing
         self.batches = Mutex(GroupCommitBatcher(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight))
+    }
+
+    /// For a read that is `async`: each batch runs it on a task of its own.
+    convenience init(
+        maxInFlight: Int = 2, maxBatchSize: Int = 256, missing: Value,
+        asyncRead: @escaping @Sendable (_ tenant: UUID, _ ids: [String]) async throws -> [String: Value]
+    ) {
+        self.init(maxInFlight: maxInFlight, maxBatchSize: maxBatchSize, missing: missing) { tenant, ids, done in
+            Task {
+                do { done(.success(try await asyncRead(tenant, ids))) } catch { done(.failure(error)) }
+            }
+        }
     }
 
     /// Round trips made and keys read by them (for stats and tests).
@@ -50,36 +69,36 @@ final class BatchedReads<Value: Sendable>: Sendable {
     /// The value of `id` of `tenant`, read in the next round trip.
     func value(tenant: UUID, id: String) async throws -> Value {
         try await withCheckedThrowingContinuation { continuation in
-            let action = batches.withLock {
-                $0.submit(Pending(tenant: tenant, id: id, continuation: continuation))
-            }
-            perform(action)
+            value(tenant: tenant, id: id) { continuation.resume(with: $0) }
         }
+    }
+
+    /// The value of `id` of `tenant`, read in the next round trip, to `reply` (on the thread that finished the read,
+    /// after its round trip; no task per caller). A read that can start now starts on the caller's thread: it only
+    /// hands the round trip to a database connection.
+    func value(tenant: UUID, id: String, reply: @escaping Reply) {
+        perform(batches.withLock { $0.submit(Pending(tenant: tenant, id: id, reply: reply)) })
     }
 
     private func perform(_ action: GroupCommitBatcher<Pending>.Action) {
         guard case .commit(let batch) = action else { return }
-        Task { await self.read(batch) }
+        read(batch)
     }
 
     /// Reads one batch (one round trip per tenant in it, side by side) and answers every waiter, then starts the
     /// next batch if requests queued meanwhile.
-    private func read(_ batch: [Pending]) async {
+    private func read(_ batch: [Pending]) {
         let byTenant = Dictionary(grouping: batch, by: \.tenant)
-        if byTenant.count == 1, let (tenant, waiting) = byTenant.first {
-            // The usual case: no child task.
-            await read(tenant: tenant, waiting)
-        } else {
-            await withTaskGroup(of: Void.self) { group in
-                for (tenant, waiting) in byTenant {
-                    group.addTask { await self.read(tenant: tenant, waiting) }
-                }
+        let left = Countdown(byTenant.count)
+        for (tenant, waiting) in byTenant {
+            read(tenant: tenant, waiting) {
+                guard left.done() else { return }
+                self.perform(self.batches.withLock { $0.batchFinished() })
             }
         }
-        perform(batches.withLock { $0.batchFinished() })
     }
 
-    private func read(tenant: UUID, _ waiting: [Pending]) async {
+    private func read(tenant: UUID, _ waiting: [Pending], then finished: @escaping @Sendable () -> Void) {
         var ids: [String] = []
         var seen = Set<String>()
         for pending in waiting where seen.insert(pending.id).inserted { ids.append(pending.id) }
@@ -87,11 +106,25 @@ final class BatchedReads<Value: Sendable>: Sendable {
             $0.roundTrips += 1
             $0.keys += ids.count
         }
-        do {
-            let found = try await read(tenant, ids)
-            for pending in waiting { pending.continuation.resume(returning: found[pending.id] ?? missing) }
-        } catch {
-            for pending in waiting { pending.continuation.resume(throwing: error) }
+        let missing = missing
+        read(tenant, ids) { outcome in
+            switch outcome {
+            case .success(let found):
+                for pending in waiting { pending.reply(.success(found[pending.id] ?? missing)) }
+            case .failure(let error):
+                for pending in waiting { pending.reply(.failure(error)) }
+            }
+            finished()
         }
     }
+}
+
+/// Counts the parts of one batch down to the last.
+private final class Countdown: Sendable {
+    private let left: Atomic<Int>
+
+    init(_ parts: Int) { left = Atomic(parts) }
+
+    /// One part finished; true for the last.
+    func done() -> Bool { left.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 }
 }

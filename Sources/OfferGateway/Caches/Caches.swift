@@ -36,6 +36,8 @@ final class CustomerCache: Sendable {
     private let cache: KeyedCache<CustomerKey, TransactionsSnapshot>
     var lookupCount: CacheLookupCount { cache.lookupCount("customers") }
     func recordHit() { cache.recordHit() }
+    /// The batched reads of records made so far, and the customers they read (÷: how well misses coalesce).
+    var reads: (roundTrips: Int, keys: Int) { loader.reads }
 
     init(repository: CustomerRecordsRepository, capacity: Int) {
         self.loader = CustomerRecordsLoader(repository: repository)
@@ -46,6 +48,19 @@ final class CustomerCache: Sendable {
         let key = CustomerKey(tenant: tenant, customerId: customerId)
         let loader = loader
         return try await cache.value(for: key) { TransactionsSnapshot(try await loader.records(key)) }
+    }
+
+    /// `snapshot` to `reply`: at once when in memory, else after the batched read that loads it, on the thread that
+    /// finished that read (no task per caller).
+    func snapshot(
+        _ tenant: UUID, _ customerId: String, reply: @escaping KeyedCache<CustomerKey, TransactionsSnapshot>.Reply
+    ) {
+        let key = CustomerKey(tenant: tenant, customerId: customerId)
+        let loader = loader
+        cache.value(
+            for: key,
+            start: { landed in loader.records(key) { landed($0.map(TransactionsSnapshot.init)) } },
+            reply: reply)
     }
 
     /// The snapshot in memory, if any (no database access).

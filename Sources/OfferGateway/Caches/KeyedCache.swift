@@ -15,17 +15,16 @@ struct CacheLookupCount: Sendable {
 /// starting their own (no herd of identical queries after a restart or an invalidation). With a capacity, the
 /// oldest entries are dropped first once it is reached.
 final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    /// A load in flight, shared by every caller that missed its key since it started.
-    private struct Flight {
-        let id: UInt64
-        let task: Task<Value, any Error>
-    }
+    /// Receives a lookup's outcome, once, on whichever thread has it.
+    typealias Reply = @Sendable (Result<Value, any Error>) -> Void
 
     private struct State {
         var values: [Key: Value] = [:]
-        /// The current load of each key being loaded. An invalidation removes it: its result then goes to the
-        /// callers already waiting for it, but is not kept, and later callers start a new load.
-        var flights: [Key: Flight] = [:]
+        /// The current load of each key being loaded, by flight id. An invalidation removes it: its result then goes
+        /// to the callers already waiting for it (`waiting`), but is not kept, and later callers start a new load.
+        var flights: [Key: UInt64] = [:]
+        /// The callers of each load in flight, by flight id (kept across an invalidation of its key).
+        var waiting: [UInt64: [Reply]] = [:]
         var nextFlight: UInt64 = 0
         /// Insertion order, for eviction when a capacity is set (may hold keys already gone).
         var order: [Key] = []
@@ -37,7 +36,8 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private enum Lookup {
         case cached(Value)
-        case wait(Task<Value, any Error>)
+        case waiting
+        case start(UInt64)
     }
 
     private let state = Mutex(State())
@@ -50,43 +50,65 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         self.capacity = capacity
     }
 
-    /// The cached value, or the result of `load` (shared with concurrent callers of the same key).
+    /// The cached value, or the result of `load` (shared with concurrent callers of the same key). The load runs on
+    /// a task of its own: a caller that is cancelled stops waiting for nothing, and the load still lands for the
+    /// others.
     func value(for key: Key, load: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        if let cached = cached(key) {
+            hits.add(1, ordering: .relaxed)
+            return cached
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            value(
+                for: key,
+                start: { landed in
+                    Task {
+                        do { landed(.success(try await load())) } catch { landed(.failure(error)) }
+                    }
+                },
+                reply: { continuation.resume(with: $0) })
+        }
+    }
+
+    /// `value(for:load:)` without a task: `reply` gets the cached value at once (on the caller's thread), else the
+    /// outcome of the key's load in flight, or of the load `start` begins now (its callback, called once on any
+    /// thread, lands it). Nothing is awaited, so a caller on a transport's thread can wait for a database read
+    /// without a task of its own.
+    func value(for key: Key, start: (_ landed: @escaping Reply) -> Void, reply: @escaping Reply) {
         let lookup: Lookup = state.withLock { s in
             if let cached = s.values[key] { return .cached(cached) }
-            if let flight = s.flights[key] { return .wait(flight.task) }
+            if let id = s.flights[key] {
+                s.waiting[id, default: []].append(reply)
+                return .waiting
+            }
             s.nextFlight += 1
             let id = s.nextFlight
-            // The task records its result under the lock, so it cannot finish before its flight is registered.
-            let task = Task { try await self.fly(key, id, load) }
-            s.flights[key] = Flight(id: id, task: task)
-            return .wait(task)
+            s.flights[key] = id
+            s.waiting[id] = [reply]
+            return .start(id)
         }
         switch lookup {
         case .cached(let value):
             hits.add(1, ordering: .relaxed)
-            return value
-        case .wait(let task):
+            reply(.success(value))
+        case .waiting:
             misses.add(1, ordering: .relaxed)
-            return try await task.value
+        case .start(let id):
+            misses.add(1, ordering: .relaxed)
+            start { self.land(key, id, $0) }
         }
     }
 
-    private func fly(_ key: Key, _ id: UInt64, _ load: @Sendable () async throws -> Value) async throws -> Value {
-        do {
-            let loaded = try await load()
-            state.withLock { s in
-                guard s.flights[key]?.id == id else { return }  // invalidated meanwhile: not kept
+    /// A load finished: kept unless its key was invalidated meanwhile, and given to every caller that waited for it.
+    private func land(_ key: Key, _ id: UInt64, _ result: Result<Value, any Error>) {
+        let replies = state.withLock { s -> [Reply] in
+            if s.flights[key] == id {
                 s.flights[key] = nil
-                if s.keeping { store(&s, key, loaded) }
+                if s.keeping, case .success(let loaded) = result { store(&s, key, loaded) }
             }
-            return loaded
-        } catch {
-            state.withLock { s in
-                if s.flights[key]?.id == id { s.flights[key] = nil }
-            }
-            throw error
+            return s.waiting.removeValue(forKey: id) ?? []
         }
+        for reply in replies { reply(result) }
     }
 
     private func store(_ s: inout State, _ key: Key, _ value: Value) {

@@ -76,26 +76,45 @@ public final class Gateway: RPCHandler {
         }
     }
 
-    /// A request the method can answer from memory (`MethodSpec.now`: a ping, a remembered best offer), answered on
-    /// the transport's thread: no task, no hand-off to the cooperative pool and back. The same checks, limits,
-    /// stats and log as `handle`; nil when it must wait for something (then `handle` answers it).
-    public func answerNow(_ request: RPCRequest, session: GatewaySession, context: RPCContext) -> Result<
-        JSONValue, RPCError
-    >? {
+    /// A request the method can answer without a task (`MethodSpec.now`): from memory (a ping, a remembered best
+    /// offer), answered on the transport's thread with no hand-off to the cooperative pool and back; or later, from
+    /// the thread that has the answer (a customer's first best offer, after the batched read of their records). The
+    /// same checks, limits, stats and log as `handle`; nil when the method cannot (then `handle` answers it).
+    public func answerNow(_ request: RPCRequest, session: GatewaySession, context: RPCContext) -> RPCNowAnswer? {
         guard let method = methods[request.method], let now = method.now else { return nil }
         let started = ContinuousClock.now
         let tenant = session.principal.tenantSlug
         do {
             let limited = try admit(method, session: session)
             let context = MethodContext(request: request, session: session, rpc: context, gateway: self)
-            guard let value = try now(context) else {
+            switch try now(context) {
+            case nil:
                 // `handle` takes the token again when it answers.
                 if let limited { limiter.giveBack(tenant: limited) }
                 return nil
+            case .now(let value):
+                return .answered(
+                    finished(request, session: session, tenant: tenant, started: started, .success(value), atOnce: true)
+                )
+            case .later(let start):
+                return .later { reply in
+                    start { outcome in
+                        switch outcome {
+                        case .success(let value):
+                            reply(
+                                self.finished(
+                                    request, session: session, tenant: tenant, started: started, .success(value)))
+                        case .failure(let error):
+                            reply(
+                                self.finished(request, session: session, tenant: tenant, started: started, error: error)
+                            )
+                        }
+                    }
+                }
             }
-            return finished(request, session: session, tenant: tenant, started: started, .success(value), atOnce: true)
         } catch {
-            return finished(request, session: session, tenant: tenant, started: started, error: error, atOnce: true)
+            return .answered(
+                finished(request, session: session, tenant: tenant, started: started, error: error, atOnce: true))
         }
     }
 

@@ -105,6 +105,15 @@ public final class GatewayMetrics: Sendable {
         registry.sampled("offergate_cache_entries", help: "Entries held, by cache.", labels: ["cache"]) {
             caches.lookupCounts.map { ([$0.cache], Double($0.entries)) }
         }
+        registry.sampled(
+            "offergate_customer_reads_total",
+            help: "Batched reads of customers' records from the database (one round trip each).", type: .counter
+        ) { [([], Double(caches.customers.reads.roundTrips))] }
+        registry.sampled(
+            "offergate_customer_reads_customers_total",
+            help: "Customers whose records those reads loaded (divided by the reads: customers per round trip).",
+            type: .counter
+        ) { [([], Double(caches.customers.reads.keys))] }
         ProcessMetrics.register(in: registry)
     }
 

@@ -12,18 +12,38 @@ enum Access: Sendable {
     case admin
 }
 
+/// An answer given at once, or later without a task: `later` starts the work and calls its reply exactly once, on
+/// whichever thread has the answer (a batched read's, for a customer's first question).
+enum NowOrLater<Value: Sendable>: Sendable {
+    typealias Start = @Sendable (_ reply: @escaping @Sendable (Result<Value, any Error>) -> Void) -> Void
+
+    case now(Value)
+    case later(Start)
+
+    /// The same answer, transformed when it is there (a transform that throws fails it).
+    func map<T: Sendable>(_ transform: @escaping @Sendable (Value) throws -> T) throws -> NowOrLater<T> {
+        switch self {
+        case .now(let value):
+            return .now(try transform(value))
+        case .later(let start):
+            return .later { reply in start { reply($0.flatMap { value in Result { try transform(value) } }) } }
+        }
+    }
+}
+
 /// One method of the API: its name, who may call it, and what it does.
 struct MethodSpec: Sendable {
     let name: String
     let access: Access
     let run: @Sendable (MethodContext) async throws -> JSONValue
-    /// The answer without waiting, when the method can give it from memory (nil: `run` answers, the same way).
-    /// Runs on a transport's thread (`Gateway.answerNow`): lookups only, never a query or a lock held for long.
-    let now: (@Sendable (MethodContext) throws -> JSONValue?)?
+    /// The answer without a task: at once when the method can give it from memory, or later from the thread that
+    /// has it (nil: `run` answers, the same way). Runs on a transport's thread (`Gateway.answerNow`): lookups only,
+    /// never a query or a lock held for long; a `.later` answer's work runs after it returned.
+    let now: (@Sendable (MethodContext) throws -> NowOrLater<JSONValue>?)?
 
     init(
         name: String, access: Access, run: @escaping @Sendable (MethodContext) async throws -> JSONValue,
-        now: (@Sendable (MethodContext) throws -> JSONValue?)? = nil
+        now: (@Sendable (MethodContext) throws -> NowOrLater<JSONValue>?)? = nil
     ) {
         self.name = name
         self.access = access

@@ -29,7 +29,7 @@ enum OfferMethods {
             now: { ctx in
                 guard let tenant = try ctx.ownTenant() else { return nil }
                 let request = try bestRequest(ctx)
-                return try ctx.services.offers.bestNow(request, tenant: tenant).map(Wire.best)
+                return try ctx.services.offers.bestNow(request, tenant: tenant)?.map(Wire.best)
             }),
         MethodSpec(name: "offers.sign", access: .tenant) { ctx in
             let request = try ctx.params(OfferService.SignRequest.self)

@@ -4,7 +4,7 @@ import JSONRPC
 /// `system.*`: health, the transport baseline, and process statistics (see `SystemService`).
 enum SystemMethods {
     static let all: [MethodSpec] = [
-        MethodSpec(name: "system.ping", access: .open, run: { _ in .object([:]) }, now: { _ in .object([:]) }),
+        MethodSpec(name: "system.ping", access: .open, run: { _ in .object([:]) }, now: { _ in .now(.object([:])) }),
         MethodSpec(name: "system.health", access: .open) { ctx in
             let health = await ctx.services.system.health()
             return [
@@ -23,6 +23,8 @@ enum SystemMethods {
             ]
             stats["cachedCatalogs"] = .int(system.cachedCatalogs)
             stats["rememberedDecisions"] = .int(system.rememberedDecisions)
+            let reads = system.customerReads
+            stats["customerReads"] = ["roundTrips": .int(reads.roundTrips), "customers": .int(reads.keys)]
             return .object(stats)
         },
     ]

@@ -149,19 +149,36 @@ struct OfferService: Sendable {
         return counted(answer, query)
     }
 
-    /// `best`'s answer when it is remembered over inputs held in memory, without waiting for anything (nil: ask
-    /// `best`). Bad params throw as in `best`. The transports call it on their own thread (`Gateway.answerNow`).
-    func bestNow(_ request: BestRequest, tenant: TenantRecord) throws -> BestOfferAnswer? {
+    /// `best`'s answer without a task, or nil (ask `best`). With both inputs in memory: the remembered answer, or nil
+    /// when it must be decided (on a task, off the transport's thread). With the catalog in memory but not the
+    /// customer (their first question): later, decided on the thread that finished the batched read of their
+    /// records, so a first answer costs no task and no thread hop of its own. Bad params throw as in `best`. The
+    /// transports call it on their own thread (`Gateway.answerNow`).
+    func bestNow(_ request: BestRequest, tenant: TenantRecord) throws -> NowOrLater<BestOfferAnswer>? {
         let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
-        guard let inputs = caches.cachedInputs(tenant: tenant.id, customerId: query.customerId),
-            let answer = try remembered(query, query.scope(in: inputs.0.catalog), inputs, countMiss: false)
-        else { return nil }
-        caches.recordInputsHit()
-        return counted(answer, query)
+        guard let catalog = caches.catalogs.cachedSnapshot(tenant.id) else { return nil }
+        let scope = try query.scope(in: catalog.catalog)
+        if let transactions = caches.customers.cachedSnapshot(tenant.id, query.customerId) {
+            guard let answer = remembered(query, scope, (catalog, transactions), countMiss: false) else { return nil }
+            caches.recordInputsHit()
+            return .now(counted(answer, query))
+        }
+        caches.catalogs.recordHit()
+        return .later { reply in
+            caches.customers.snapshot(tenant.id, query.customerId) { loaded in
+                reply(
+                    Result {
+                        let inputs = (catalog, try loaded.get())
+                        let answer =
+                            try remembered(query, scope, inputs, countMiss: true) ?? decide(query, scope, inputs)
+                        return counted(answer, query)
+                    })
+            }
+        }
     }
 
     /// One `offers.best` question, its params checked.
-    private struct BestQuery {
+    private struct BestQuery: Sendable {
         let tenant: UUID
         let customerId: String
         let productId: String?

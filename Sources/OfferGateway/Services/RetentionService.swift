@@ -32,9 +32,11 @@ struct RetentionService: Sendable {
 
     /// Coalesced lookups of the customers linked to subscription chains.
     static func links(_ retention: RetentionRepository) -> BatchedReads<String?> {
-        BatchedReads(maxInFlight: 1, missing: nil) { tenant, originals in
-            try await retention.customers(originalTransactionIds: originals, tenant: tenant).mapValues { $0 }
-        }
+        BatchedReads(
+            maxInFlight: 1, missing: nil,
+            asyncRead: { tenant, originals in
+                try await retention.customers(originalTransactionIds: originals, tenant: tenant).mapValues { $0 }
+            })
     }
 
     static let defaultBudgetMs = 500

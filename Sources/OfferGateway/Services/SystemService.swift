@@ -25,4 +25,6 @@ struct SystemService: Sendable {
 
     var cachedCatalogs: Int { caches.catalogs.count }
     var rememberedDecisions: Int { caches.decisions.count }
+    /// Batched reads of customers' records so far, and the customers they read.
+    var customerReads: (roundTrips: Int, keys: Int) { caches.customers.reads }
 }

@@ -1,0 +1,86 @@
+import Foundation
+import JSONRPC
+import Testing
+
+@testable import OfferGateway
+
+/// A customer's first `offers.best` over a socket is answered without a task (`NowOrLater.later`): after the
+/// batched read of their records, on the thread that finished it. It must be the answer the task path gives.
+@Suite("First answers without a task")
+struct FirstAnswerTests {
+    @Test("pipelined first questions share round trips and match another gateway's answers from its task path")
+    func firstAnswersMatchTheTaskPath() async throws {
+        try await TestGateway.withPair { one, two in
+            let admin = try await one.admin()
+            defer { admin.close() }
+            let key = try await one.createTenant("acme", admin: admin)
+            try await one.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let app = try await one.tenant(key)
+            defer { app.close() }
+            // Every other customer has a subscription (active, lapsed, or without auto-renew): different winners.
+            let customers = (0..<48).map { "first-\($0)" }
+            for (i, customer) in customers.enumerated() where i % 2 == 0 {
+                let expires = ["2026-12-01T12:00:00Z", "2026-11-10T12:00:00Z"][i / 2 % 2]
+                _ = try await app.call(
+                    method: "subscriptions.record",
+                    params: [
+                        "customerId": .string(customer), "productId": "monthly", "transactionId": .string("t-\(i)"),
+                        "purchaseDate": "2026-10-01T12:00:00Z", "expiresDate": .string(expires),
+                        "autoRenew": .bool(i % 3 == 0),
+                    ])
+            }
+            // The catalog in memory (a first answer waits only for the customer's records).
+            _ = try await app.call(method: "offers.best", params: ["customerId": "warm-up", "productId": "monthly"])
+            let before = try await admin.call(method: "system.stats", params: [:])
+            // All 48 at once over 4 connections, each a pipeline of 12.
+            let answers = try await withThrowingTaskGroup(of: [String: JSONValue].self) { group in
+                for part in 0..<4 {
+                    let mine = Array(customers[(part * 12)..<(part * 12 + 12)])
+                    group.addTask {
+                        let client = try await one.tenant(key)
+                        defer { client.close() }
+                        let lines = mine.map {
+                            #"{"jsonrpc":"2.0","method":"offers.best","params":{"customerId":"\#($0)","productId":"monthly"},"id":"\#($0)"}"#
+                        }
+                        try client.sendRaw(lines.joined(separator: "\n"))
+                        var got: [String: JSONValue] = [:]
+                        for _ in mine {
+                            let response = try #require(try await client.nextRawValue(timeout: .seconds(30)))
+                            got[try #require(response["id"]?.stringValue)] = response["result"] ?? response
+                        }
+                        return got
+                    }
+                }
+                return try await group.reduce(into: [String: JSONValue]()) { $0.merge($1) { a, _ in a } }
+            }
+            #expect(answers.count == 48)
+            let after = try await admin.call(method: "system.stats", params: [:])
+            let best = try #require(after["methods"]?["offers.best"])
+            // None of them was answered at once (none was in memory), none failed.
+            #expect(best["answeredAtOnce"] == before["methods"]?["offers.best"]?["answeredAtOnce"])
+            #expect(best["errors"] == 0)
+            let trips = try #require(after["customerReads"]?["roundTrips"]?.int64Value)
+            let read = try #require(after["customerReads"]?["customers"]?.int64Value)
+            let tripsBefore = try #require(before["customerReads"]?["roundTrips"]?.int64Value)
+            let readBefore = try #require(before["customerReads"]?["customers"]?.int64Value)
+            #expect(read - readBefore == 48)
+            #expect(trips - tripsBefore < 48, "first questions must share round trips (\(trips - tripsBefore) for 48)")
+            // Gateway two has never seen these customers: one JSON-RPC batch goes down the task path there.
+            let other = try await two.tenant(key)
+            defer { other.close() }
+            let batch = customers.map {
+                #"{"jsonrpc":"2.0","method":"offers.best","params":{"customerId":"\#($0)","productId":"monthly"},"id":"\#($0)"}"#
+            }
+            try other.sendRaw("[" + batch.joined(separator: ",") + "]")
+            let responses = try #require(try await other.nextRawValue(timeout: .seconds(30))?.arrayValue)
+            #expect(responses.count == 48)
+            var winners = Set<String>()
+            for response in responses {
+                let id = try #require(response["id"]?.stringValue)
+                #expect(answers[id] == response["result"], "\(id)")
+                winners.insert(response["result"]?["offer"]?["offerId"]?.stringValue ?? "none")
+            }
+            #expect(winners.count >= 2, "the customers must not all get the same answer: \(winners)")
+        }
+    }
+}
