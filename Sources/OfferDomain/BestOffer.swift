@@ -133,9 +133,11 @@ public enum BestOffer {
         var candidates: [ConsideredOffer] = []
         let ordered: [ConsideredOffer]
         if let ranked {
-            // Each candidate's precomputed rank (eligible offers only); candidates without one (none in a valid
-            // catalog) are placed by the exact comparison, which the ranks agree with.
+            // Each candidate's precomputed rank (among eligible offers for an eligible one, among ineligible
+            // offers for the others); eligible candidates without one (none in a valid catalog) are placed by the
+            // exact comparison, which the ranks agree with.
             var ranks: [Int?] = []
+            var mayFollowApple: [Bool] = []
             for product in products {
                 let group = history.group(product.groupId)
                 // The precomputed savings are against the product the catalog finds under this id; a duplicate
@@ -150,13 +152,23 @@ public enum BestOffer {
                         ConsideredOffer(
                             offer: offer, product: product, verdict: verdict,
                             saving: saving ?? Saving(offer: offer, product: product), rank: nil))
-                    ranks.append(canonical && verdict.eligible ? ranked.rank(at: position) : nil)
+                    ranks.append(
+                        verdict.eligible
+                            ? (canonical ? ranked.rank(at: position) : nil) : ranked.ineligibleRank(at: position))
+                    mayFollowApple.append(verdict.eligible && offer.type == .winBack)
                 }
             }
-            // Decorate once, sort on integer keys: comparing savings as fractions on every comparison dominated a
-            // decision's cost.
+            // Decorate once, sort on integer keys: comparing savings as fractions, or offers' ids, on every
+            // comparison (each one copying two candidates) dominated a decision's cost. Eligible offers come first
+            // (as in `isOrderedBefore`); Apple's order is asked only between two eligible win-back offers.
             ordered = candidates.indices.sorted { i, j in
-                if let apple = appleOrder(candidates[i], candidates[j], history) { return apple }
+                if mayFollowApple[i] && mayFollowApple[j],
+                    let apple = appleOrder(candidates[i], candidates[j], history)
+                {
+                    return apple
+                }
+                let (lhsEligible, rhsEligible) = (candidates[i].verdict.eligible, candidates[j].verdict.eligible)
+                if lhsEligible != rhsEligible { return lhsEligible }
                 if let lhs = ranks[i], let rhs = ranks[j], lhs != rhs { return lhs < rhs }
                 return isOrderedBefore(candidates[i], candidates[j])
             }.map { candidates[$0] }

@@ -26,6 +26,9 @@ public struct RankedCatalog: Sendable {
     /// saving, then offer id; smaller is better; offers that compare equal share a rank), nil when the product is
     /// unknown.
     private let ranks: [Int?]
+    /// Per offer position: its rank in the order among ineligible offers (type priority, then offer id, then
+    /// product id: no savings), for every offer; equal keys share a rank.
+    private let ineligibleRanks: [Int]
 
     /// Computes the ranking of `catalog`'s offers (O(n log n) in the number of offers).
     public init(_ catalog: Catalog) {
@@ -57,6 +60,17 @@ public struct RankedCatalog: Sendable {
             ranks[entry.position] = rank
         }
         self.ranks = ranks
+        func ineligibleBefore(_ lhs: Int, _ rhs: Int) -> Bool {
+            BestOffer.isOrderedBefore(offers[lhs], nil, offers[rhs], nil)
+        }
+        let order = offers.indices.sorted(by: ineligibleBefore)
+        var ineligibleRanks = [Int](repeating: 0, count: offers.count)
+        rank = 0
+        for (i, position) in order.enumerated() {
+            if i > 0 && ineligibleBefore(order[i - 1], position) { rank += 1 }
+            ineligibleRanks[position] = rank
+        }
+        self.ineligibleRanks = ineligibleRanks
     }
 
     /// Offer positions of a product, in catalog order.
@@ -67,4 +81,7 @@ public struct RankedCatalog: Sendable {
 
     /// The precomputed rank of the offer at `position` among eligible offers.
     func rank(at position: Int) -> Int? { ranks[position] }
+
+    /// The precomputed rank of the offer at `position` among ineligible offers.
+    func ineligibleRank(at position: Int) -> Int { ineligibleRanks[position] }
 }

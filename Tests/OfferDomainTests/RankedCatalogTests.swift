@@ -58,11 +58,12 @@ struct RankedCatalogTests {
         [.product("monthly"), .product("yearly"), .product("weekly"), .product("pro"), .group("g1"), .group("g2")]
     }
 
-    /// Compares both paths on every scope and history; returns how many decisions had two or more eligible offers
-    /// (where the order matters).
-    static func compare(_ catalog: Catalog, at: String = "2026-03-01") throws -> Int {
+    /// Compares both paths on every scope and history; returns how many decisions had two or more eligible offers,
+    /// and how many two or more ineligible ones (where the order matters: each kind is ranked on its own).
+    static func compare(_ catalog: Catalog, at: String = "2026-03-01") throws -> (eligible: Int, ineligible: Int) {
         let ranked = RankedCatalog(catalog)
         var contested = 0
+        var ineligible = 0
         for transactions in histories {
             let history = F.history(transactions, at: at, catalog: catalog)
             for scope in scopes {
@@ -70,15 +71,17 @@ struct RankedCatalogTests {
                 let fast = try BestOffer.choose(scope: scope, ranked: ranked, history: history, at: day(at))
                 #expect(fast == plain, "scope \(scope), \(transactions.count) transactions")
                 if plain.considered.filter({ $0.rank != nil }).count >= 2 { contested += 1 }
+                if plain.considered.filter({ !$0.verdict.eligible }).count >= 2 { ineligible += 1 }
             }
         }
-        return contested
+        return (contested, ineligible)
     }
 
     @Test("random catalogs: same decisions with and without the precomputed ranking")
     func randomCatalogs() throws {
         var rng = SplitMix64(state: 0xC0FF_EE)
         var contested = 0
+        var ineligible = 0
         for _ in 0..<40 {
             var offers: [Offer] = []
             for product in ["monthly", "yearly", "weekly", "pro"] {
@@ -88,10 +91,13 @@ struct RankedCatalogTests {
                 }
             }
             offers.shuffle(using: &rng)
-            contested += try Self.compare(F.catalog(offers))
+            let counts = try Self.compare(F.catalog(offers))
+            contested += counts.eligible
+            ineligible += counts.ineligible
         }
         // The comparison only means something when orders were actually decided.
         #expect(contested > 200)
+        #expect(ineligible > 200)
     }
 
     @Test("unvalidated catalogs: duplicate offer and product ids, offers of unknown products")
