@@ -83,4 +83,63 @@ struct FirstAnswerTests {
             #expect(winners.count >= 2, "the customers must not all get the same answer: \(winners)")
         }
     }
+
+    /// Over stdio (one connection per reader thread), a decision over inputs already in memory is made at once on
+    /// the reader: counted as answered at once, and the answer another gateway decides on its task path.
+    @Test("stdio decides over cached inputs at once, with the task path's answers")
+    func stdioDecidesAtOnce() async throws {
+        try await TestGateway.withPair { one, two in
+            let admin = try await one.admin()
+            defer { admin.close() }
+            let key = try await one.createTenant("acme", admin: admin)
+            try await one.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let app = try await one.tenant(key)
+            defer { app.close() }
+            let customers = (0..<12).map { "stdio-\($0)" }
+            for (i, customer) in customers.enumerated() where i % 3 != 0 {
+                _ = try await app.call(
+                    method: "subscriptions.record",
+                    params: [
+                        "customerId": .string(customer), "productId": "monthly", "transactionId": .string("s-\(i)"),
+                        "purchaseDate": "2026-10-01T12:00:00Z",
+                        "expiresDate": .string(i % 3 == 1 ? "2026-12-01T12:00:00Z" : "2026-11-10T12:00:00Z"),
+                        "autoRenew": .bool(i % 2 == 0),
+                    ])
+            }
+            // A stdio connection to gateway one, in this process: two pipes.
+            var toServer: [Int32] = [0, 0]
+            var fromServer: [Int32] = [0, 0]
+            #expect(pipe(&toServer) == 0 && pipe(&fromServer) == 0)
+            let (serverIn, serverOut) = (toServer[0], fromServer[1])
+            let server = one.service.server
+            let served = Task { await server.serveStdio(input: serverIn, output: serverOut) }
+            // The client owns (and closes) its two ends.
+            let stdio = try await RPCClient.attach(readFD: fromServer[0], writeFD: toServer[1])
+            _ = try await stdio.call(method: "session.authenticate", params: ["apiKey": .string(key)])
+            let other = try await two.tenant(key)
+            defer { other.close() }
+            func atOnce() async throws -> Int64 {
+                let stats = try await admin.call(method: "system.stats", params: [:])
+                return stats["methods"]?["offers.best"]?["answeredAtOnce"]?.int64Value ?? 0
+            }
+            var decidedAtOnce: Int64 = 0
+            for customer in customers {
+                // The first question loads the customer's records; the second (another product) is decided over
+                // them, at once.
+                for product in ["monthly", "yearly"] {
+                    let params: JSONValue = ["customerId": .string(customer), "productId": .string(product)]
+                    let before = try await atOnce()
+                    let mine = try await stdio.call(method: "offers.best", params: params)
+                    if product == "yearly" { decidedAtOnce += try await atOnce() - before }
+                    #expect(
+                        mine == (try await other.call(method: "offers.best", params: params)), "\(customer) \(product)")
+                }
+            }
+            #expect(decidedAtOnce == 12)
+            stdio.close()
+            await served.value
+            close(serverIn)
+            close(serverOut)
+        }
+    }
 }

@@ -29,7 +29,10 @@ enum OfferMethods {
             now: { ctx in
                 guard let tenant = try ctx.ownTenant() else { return nil }
                 let request = try bestRequest(ctx)
-                return try ctx.services.offers.bestNow(request, tenant: tenant)?.map(Wire.best)
+                // stdio's reader serves its one connection only: it may decide at once.
+                let decidingHere = ctx.rpc.connection.transport == .stdio
+                return try ctx.services.offers.bestNow(request, tenant: tenant, decidingHere: decidingHere)?.map(
+                    Wire.best)
             }),
         MethodSpec(name: "offers.sign", access: .tenant) { ctx in
             let request = try ctx.params(OfferService.SignRequest.self)

@@ -154,14 +154,24 @@ struct OfferService: Sendable {
     /// customer (their first question): later, decided on the thread that finished the batched read of their
     /// records, so a first answer costs no task and no thread hop of its own. Bad params throw as in `best`. The
     /// transports call it on their own thread (`Gateway.answerNow`).
-    func bestNow(_ request: BestRequest, tenant: TenantRecord) throws -> NowOrLater<BestOfferAnswer>? {
+    ///
+    /// With `decidingHere` (a thread that serves one connection only: stdio's reader), a decision over inputs in
+    /// memory is made at once too: nobody else waits behind it, and a task would cost two thread hand-offs.
+    func bestNow(_ request: BestRequest, tenant: TenantRecord, decidingHere: Bool = false) throws
+        -> NowOrLater<BestOfferAnswer>?
+    {
         let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
         guard let catalog = caches.catalogs.cachedSnapshot(tenant.id) else { return nil }
         let scope = try query.scope(in: catalog.catalog)
         if let transactions = caches.customers.cachedSnapshot(tenant.id, query.customerId) {
-            guard let answer = remembered(query, scope, (catalog, transactions), countMiss: false) else { return nil }
+            let inputs = (catalog, transactions)
+            if let answer = remembered(query, scope, inputs, countMiss: decidingHere) {
+                caches.recordInputsHit()
+                return .now(counted(answer, query))
+            }
+            guard decidingHere else { return nil }
             caches.recordInputsHit()
-            return .now(counted(answer, query))
+            return .now(counted(try decide(query, scope, inputs), query))
         }
         caches.catalogs.recordHit()
         return .later { reply in
