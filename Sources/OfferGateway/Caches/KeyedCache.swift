@@ -51,8 +51,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     /// The cached value, or the result of `load` (shared with concurrent callers of the same key). The load runs on
-    /// a task of its own: a caller that is cancelled stops waiting for nothing, and the load still lands for the
-    /// others.
+    /// a task of its own, which cancelling a caller does not cancel: it lands for every caller that waits for it.
     func value(for key: Key, load: @escaping @Sendable () async throws -> Value) async throws -> Value {
         if let cached = cached(key) {
             hits.add(1, ordering: .relaxed)
