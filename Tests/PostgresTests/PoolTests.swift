@@ -70,6 +70,7 @@ extension PostgresIntegrationTests {
         @Test func exhaustionTimesOutWaitersAndRecoversWhenReleased() async throws {
             try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1, acquireTimeout: .milliseconds(200))
+                try await Self.open(pool)
                 let gate = Gate()
                 let holder = Task {
                     try await pool.withConnection { connection in
@@ -116,6 +117,7 @@ extension PostgresIntegrationTests {
         @Test func pipelineWithAReplyAnswersOutsideAnyTask() async throws {
             try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 1, acquireTimeout: .milliseconds(200))
+                try await Self.open(pool)
                 try await pool.query("CREATE TABLE pr (k int PRIMARY KEY, v text)")
                 try await pool.query("INSERT INTO pr SELECT g, 'v' || g FROM generate_series(1, 20) g")
                 let queries: [PostgresQuery] = [
@@ -162,6 +164,20 @@ extension PostgresIntegrationTests {
                     return
                 }
                 #expect(closedError.kind == .poolClosed)
+            }
+        }
+
+        /// Opens the pool's (one) connection. A 200 ms `acquireTimeout` also bounds opening it, and on a loaded CI
+        /// machine opening one took longer: the tests about waiting for a busy connection start from an open one.
+        static func open(_ pool: PostgresPool) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while true {
+                do {
+                    try await pool.query("SELECT 1")
+                    return
+                } catch let error as PostgresError where error.kind == .poolTimeout && ContinuousClock.now < deadline {
+                    continue
+                }
             }
         }
 
