@@ -16,8 +16,7 @@ public struct CustomerRecordsRepository: Sendable {
     /// asked about has an entry, empty when nothing is stored.
     public func records(tenant: UUID, customerIds: [String]) async throws(StoreError) -> [String: CustomerRecords] {
         let distinct = Array(Set(customerIds))
-        var found = [String: CustomerRecords](
-            uniqueKeysWithValues: distinct.map { ($0, CustomerRecords(recorded: [])) })
+        var found = Self.nothingYet(distinct)
         for start in stride(from: 0, to: distinct.count, by: Self.customersPerRoundTrip) {
             let customers = Array(distinct[start..<min(start + Self.customersPerRoundTrip, distinct.count)])
             try await read(tenant: tenant, customers: customers, into: &found)
@@ -42,8 +41,7 @@ public struct CustomerRecordsRepository: Sendable {
             return
         }
         pool.pipeline(Self.queries(tenant: tenant, customers: distinct), prepared: true) { results in
-            var found = [String: CustomerRecords](
-                uniqueKeysWithValues: distinct.map { ($0, CustomerRecords(recorded: [])) })
+            var found = Self.nothingYet(distinct)
             do {
                 try Self.collect(try results.get(), into: &found)
                 reply(.success(found))
@@ -60,6 +58,11 @@ public struct CustomerRecordsRepository: Sendable {
             let results = try await pool.pipeline(Self.queries(tenant: tenant, customers: customers), prepared: true)
             try Self.collect(results, into: &found)
         }
+    }
+
+    /// An empty entry for each of `customers` (distinct), which the reads then fill.
+    private static func nothingYet(_ customers: [String]) -> [String: CustomerRecords] {
+        [String: CustomerRecords](uniqueKeysWithValues: customers.map { ($0, CustomerRecords(recorded: [])) })
     }
 
     /// Each customer's records from the three reads' results (`queries`).

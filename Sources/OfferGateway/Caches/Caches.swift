@@ -45,9 +45,9 @@ final class CustomerCache: Sendable {
     }
 
     func snapshot(_ tenant: UUID, _ customerId: String) async throws -> TransactionsSnapshot {
-        let key = CustomerKey(tenant: tenant, customerId: customerId)
-        let loader = loader
-        return try await cache.value(for: key) { TransactionsSnapshot(try await loader.records(key)) }
+        try await withCheckedThrowingContinuation { continuation in
+            snapshot(tenant, customerId) { continuation.resume(with: $0) }
+        }
     }
 
     /// `snapshot` to `reply`: at once when in memory, else after the batched read that loads it, on the thread that

@@ -144,9 +144,7 @@ struct OfferService: Sendable {
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
         let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
         let inputs = try await caches.inputs(tenant: tenant.id, customerId: query.customerId)
-        let scope = try query.scope(in: inputs.0.catalog)
-        let answer = try remembered(query, scope, inputs, countMiss: true) ?? decide(query, scope, inputs)
-        return counted(answer, query)
+        return try answer(query, try query.scope(in: inputs.0.catalog), inputs)
     }
 
     /// `best`'s answer without a task, or nil (ask `best`). With both inputs in memory: the remembered answer, or nil
@@ -165,24 +163,18 @@ struct OfferService: Sendable {
         let scope = try query.scope(in: catalog.catalog)
         if let transactions = caches.customers.cachedSnapshot(tenant.id, query.customerId) {
             let inputs = (catalog, transactions)
-            if let answer = remembered(query, scope, inputs, countMiss: decidingHere) {
+            if decidingHere {
                 caches.recordInputsHit()
-                return .now(counted(answer, query))
+                return .now(try answer(query, scope, inputs))
             }
-            guard decidingHere else { return nil }
+            guard let answer = remembered(query, scope, inputs, countMiss: false) else { return nil }
             caches.recordInputsHit()
-            return .now(counted(try decide(query, scope, inputs), query))
+            return .now(counted(answer, query))
         }
         caches.catalogs.recordHit()
         return .later { reply in
             caches.customers.snapshot(tenant.id, query.customerId) { loaded in
-                reply(
-                    Result {
-                        let inputs = (catalog, try loaded.get())
-                        let answer =
-                            try remembered(query, scope, inputs, countMiss: true) ?? decide(query, scope, inputs)
-                        return counted(answer, query)
-                    })
+                reply(Result { try answer(query, scope, (catalog, try loaded.get())) })
             }
         }
     }
@@ -226,6 +218,13 @@ struct OfferService: Sendable {
     ) -> BestOfferAnswer? {
         caches.decisions.answer(
             query.memoKey(scope), catalog: inputs.0, transactions: inputs.1, at: query.at, countMiss: countMiss)
+    }
+
+    /// The remembered answer over these inputs, else a new decision (remembered), counted in the funnel.
+    private func answer(
+        _ query: BestQuery, _ scope: BestOffer.Scope, _ inputs: (CatalogSnapshot, TransactionsSnapshot)
+    ) throws -> BestOfferAnswer {
+        counted(try remembered(query, scope, inputs, countMiss: true) ?? decide(query, scope, inputs), query)
     }
 
     /// Decides and remembers.
