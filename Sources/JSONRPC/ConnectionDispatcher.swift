@@ -99,6 +99,7 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             return s.nextToken
         }
         guard let token else { return .dropped }
+        let task: Task<Void, Never>?
         if let (start, id) = later {
             // No task: the handler answers from whichever thread has the answer. Counted in flight like a task, so
             // `whenIdle` and the end of the session wait for it; a close cannot cancel it (it has nothing to stop).
@@ -106,29 +107,16 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
                 self.complete(id.map { RPCExchange.frame(RPCResponse(id: $0, result: result)) })
                 self.finished(token, hasTask: false)
             }
-            if waitsAtLimit(limit, storing: nil, token: token) {
-                beforeWaiting()
-                capacity.wait()
+            task = nil
+        } else {
+            // Created outside the lock: starting a task may wake a pool thread, and completions take this lock too.
+            task = Task {
+                let response = await self.process(inbound ?? RPCInbound.classify(frame, maxDepth: self.maxDepth))
+                self.complete(response)
+                self.finished(token)
             }
-            return .started
         }
-        // Created outside the lock: starting a task may wake a pool thread, and completions take this lock too.
-        let task = Task {
-            let response = await self.process(inbound ?? RPCInbound.classify(frame, maxDepth: self.maxDepth))
-            self.complete(response)
-            self.finished(token)
-        }
-        if waitsAtLimit(limit, storing: task, token: token) {
-            beforeWaiting()
-            capacity.wait()
-        }
-        return .started
-    }
-
-    /// Stores a request's task (if it has one) for cancellation unless it finished already, and whether the caller
-    /// must wait for capacity (`dispatch(_:blockingAt:)`), both under the one lock.
-    private func waitsAtLimit(_ limit: Int?, storing task: Task<Void, Never>?, token: UInt64) -> Bool {
-        state.withLock { s -> Bool in
+        let mustWait = state.withLock { s -> Bool in
             if let task, s.finishedUnstored.remove(token) == nil {
                 s.running[token] = task
                 // Closed meanwhile: `closed()` did not see this task, so cancel it here.
@@ -138,6 +126,11 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             s.wakeReaderAt = max(1, limit) / 2
             return true
         }
+        if mustWait {
+            beforeWaiting()
+            capacity.wait()
+        }
+        return .started
     }
 
     /// The transport closed: cancels what is still running; ends the session now or after the last request.
