@@ -38,14 +38,7 @@ import Testing
                 }
             }
             try client.sendRaw(String(lines.dropLast()))
-            var seen: [String: JSONValue] = [:]
-            for _ in 0..<expected.count {
-                let response = try await nextValue(client)
-                let id = try #require(response["id"]?.stringValue)
-                #expect(seen[id] == nil, "answered twice: \(id)")
-                seen[id] = response["result"] ?? response
-            }
-            #expect(seen == expected)
+            #expect(try await Self.answersByID(client, count: expected.count) == expected)
         }
         let (count, inTasks) = handler.answeredNow.withLock { ($0.count, $0.inTasks) }
         #expect(count == 60)
@@ -125,14 +118,7 @@ import Testing
             // A notification answered later writes nothing.
             lines += #"{"jsonrpc":"2.0","method":"later","params":{"ms":1}}"#
             try client.sendRaw(lines)
-            var seen: [String: JSONValue] = [:]
-            for _ in 0..<expected.count {
-                let response = try await nextValue(client)
-                let id = try #require(response["id"]?.stringValue)
-                #expect(seen[id] == nil, "answered twice: \(id)")
-                seen[id] = response["result"] ?? response
-            }
-            #expect(seen == expected)
+            #expect(try await Self.answersByID(client, count: expected.count) == expected)
             #expect(try await client.call(method: "now", params: ["last": true]) == ["now": ["last": true]])
         }
         #expect(handler.laterTaken.load(ordering: .relaxed) == 31)
@@ -187,5 +173,18 @@ import Testing
         await served.value
         pair.closeServerEnds()
         #expect(handler.laterAnswered.load(ordering: .relaxed) == 200)
+    }
+
+    /// The next `count` answers, each by its (string) id: the result, or the whole response for an error. An id
+    /// answered twice is an issue.
+    static func answersByID(_ client: RPCClient, count: Int) async throws -> [String: JSONValue] {
+        var seen: [String: JSONValue] = [:]
+        for _ in 0..<count {
+            let response = try await nextValue(client)
+            let id = try #require(response["id"]?.stringValue)
+            #expect(seen[id] == nil, "answered twice: \(id)")
+            seen[id] = response["result"] ?? response
+        }
+        return seen
     }
 }
