@@ -197,7 +197,12 @@ extension CustomerHistory {
     public static func derive(
         records: CustomerRecords, policy: EnvironmentPolicy, catalog: Catalog, at: Date
     ) -> CustomerHistory {
-        let effective = records.effective(policy)
+        derive(effective: records.effective(policy), catalog: catalog, at: at)
+    }
+
+    /// ``derive(records:policy:catalog:at:)`` over records already resolved under a policy (a caller that also
+    /// needs the effective transactions, e.g. for ``DecisionHorizon``, resolves them once).
+    public static func derive(effective: EffectiveRecords, catalog: Catalog, at: Date) -> CustomerHistory {
         var history = derive(transactions: effective.transactions, catalog: catalog, at: at)
         var fromApple: Set<String> = []
         var fromRecorded: Set<String> = []

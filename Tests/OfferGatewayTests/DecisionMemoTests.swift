@@ -105,6 +105,64 @@ struct DecisionMemoTests {
         }
     }
 
+    /// A customer's history is derived once per snapshot and reused for their other products and for later instants
+    /// before its horizon (`TransactionsSnapshot.derived`). Every product, the group and `customers.get` are asked
+    /// at instants around the rules' steps, forwards and backwards in time, and must match the oracle (which
+    /// derives everything anew) answer for answer, `at` included.
+    @Test("a customer's remembered history serves every product and instant as a new derivation would")
+    func rememberedHistoryMatchesANewDerivation() async throws {
+        try await TestGateway.withPair(configure: { index, options, _ in
+            if index == 1 { options.decisionMemoSize = 0 }  // the oracle
+        }) { remembering, oracle in
+            let admin = try await remembering.admin()
+            defer { admin.close() }
+            let key = try await remembering.createTenant("acme", admin: admin)
+            try await remembering.upsertStandardCatalog(tenant: "acme", admin: admin)
+            let app = try await remembering.tenant(key)
+            defer { app.close() }
+            let reference = try await oracle.tenant(key)
+            defer { reference.close() }
+            // Monthly from Aug 1, auto-renew off, expired Nov 25: active, at risk, lapsed, then a month past the
+            // lapse (win-back) at the instants below.
+            _ = try await app.call(
+                method: "subscriptions.record",
+                params: [
+                    "customerId": "c1", "productId": "monthly", "transactionId": "t1",
+                    "purchaseDate": "2026-08-01T12:00:00Z", "expiresDate": "2026-11-25T12:00:00Z",
+                    "autoRenew": false,
+                ])
+            // The oracle hears of the record through the change feed: wait until it sees it.
+            let seen = try await eventually(timeout: .seconds(30)) {
+                try await reference.call(method: "customers.get", params: ["customerId": "c1"])["groups"]?[0]?[
+                    "state"] != "never"
+            }
+            #expect(seen)
+            let instants = [
+                "2026-11-19T12:00:00Z", "2026-11-24T12:00:00Z", "2026-11-25T11:59:59.999Z", "2026-11-25T12:00:00Z",
+                "2026-11-26T00:00:00Z", "2026-12-25T12:00:00Z", "2026-12-26T12:00:00Z", "2026-11-20T00:00:00Z",
+                "2026-07-31T00:00:00Z", "2026-12-26T12:00:00Z",
+            ]
+            var winners: Set<String> = []
+            for at in instants {
+                let questions: [(String, JSONObject)] = [
+                    ("offers.best", ["customerId": "c1", "productId": "monthly", "at": .string(at)]),
+                    ("offers.best", ["customerId": "c1", "productId": "yearly", "at": .string(at)]),
+                    ("offers.best", ["customerId": "c1", "groupId": "premium", "at": .string(at)]),
+                    ("offers.eligibility", ["customerId": "c1", "productId": "yearly", "at": .string(at)]),
+                    ("customers.get", ["customerId": "c1", "at": .string(at)]),
+                ]
+                for (method, params) in questions {
+                    let answer = try await app.call(method: method, params: .object(params))
+                    let expected = try await reference.call(method: method, params: .object(params))
+                    #expect(answer == expected, "\(method) at \(at)")
+                    if let type = answer["offer"]?["type"]?.stringValue { winners.insert(type) }
+                }
+            }
+            // Not vacuous: the instants reach different decisions.
+            #expect(winners.count >= 3, "winners: \(winners)")
+        }
+    }
+
     @Test("a remembered answer is given at once, counted and rate-limited like any other")
     func rememberedAnswersComeAtOnce() async throws {
         // One token per 1,000 s after a burst of 3: nothing refills while the test runs, however slow the machine.

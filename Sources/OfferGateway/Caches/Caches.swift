@@ -21,10 +21,45 @@ struct CustomerKey: Hashable, Sendable {
 /// `DecisionMemo` knows a decision's inputs are current.
 final class TransactionsSnapshot: Sendable {
     let records: CustomerRecords
+    /// The last history derived from these records (see ``derived(over:at:)``).
+    private let lastDerived = Mutex<(catalog: CatalogSnapshot, madeAt: Date, derived: DerivedHistory)?>(nil)
 
     init(_ records: CustomerRecords) {
         self.records = records
     }
+
+    /// The customer's history over `catalog` at `at`: the one derived last over these records, when it was derived
+    /// over this very catalog snapshot at a `madeAt <= at` before its horizon, else a new derivation (kept in its
+    /// place). Exact, not approximate: no history changes between an instant and its horizon
+    /// (``DecisionHorizon``), so a customer asked about for every product of a paywall is derived once, not once
+    /// per product, and the horizon is found once too.
+    func derived(over catalog: CatalogSnapshot, at: Date) -> DerivedHistory {
+        let last = lastDerived.withLock { $0 }
+        if let last, last.catalog === catalog, last.madeAt <= at, last.derived.until.map({ at < $0 }) ?? true {
+            var history = last.derived.history
+            history.at = at
+            return DerivedHistory(history: history, until: last.derived.until)
+        }
+        let derived = Self.derive(records, over: catalog, at: at)
+        lastDerived.withLock { $0 = (catalog, at, derived) }
+        return derived
+    }
+
+    /// A new derivation (``CustomerService/history(catalog:transactions:at:remembered:)`` is its one caller, and
+    /// the one place that chooses between this and ``derived(over:at:)``).
+    static func derive(_ records: CustomerRecords, over catalog: CatalogSnapshot, at: Date) -> DerivedHistory {
+        let effective = records.effective(catalog.policy)
+        return DerivedHistory(
+            history: CustomerHistory.derive(effective: effective, catalog: catalog.catalog, at: at),
+            until: DecisionHorizon.next(after: at, transactions: effective.transactions, catalog: catalog.catalog))
+    }
+}
+
+/// A customer's history at one instant, and the first later instant at which it (or any decision over it) may
+/// differ (nil: never).
+struct DerivedHistory: Sendable {
+    let history: CustomerHistory
+    let until: Date?
 }
 
 /// Customers' records, served from memory (bounded; oldest dropped first), dropped on every change to a customer's

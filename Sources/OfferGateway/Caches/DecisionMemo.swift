@@ -32,12 +32,13 @@ final class DecisionMemo: Sendable {
     private let answers: KeyedCache<Key, Answer>
 
     var lookupCount: CacheLookupCount { answers.lookupCount("decisions") }
-    private let enabled: Bool
+    /// Whether anything is remembered (capacity > 0); histories derived for decisions are remembered with them.
+    let isEnabled: Bool
 
     /// - Parameter capacity: answers kept at most; 0 remembers nothing.
     init(capacity: Int) {
         self.answers = KeyedCache(capacity: max(capacity, 1))
-        self.enabled = capacity > 0
+        self.isEnabled = capacity > 0
     }
 
     /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
@@ -45,7 +46,7 @@ final class DecisionMemo: Sendable {
     func answer(
         _ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date, countMiss: Bool = true
     ) -> BestOfferAnswer? {
-        guard enabled else { return nil }
+        guard isEnabled else { return nil }
         guard let answer = answers.cached(key), answer.catalog === catalog,
             answer.transactions === transactions,
             answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
@@ -57,15 +58,13 @@ final class DecisionMemo: Sendable {
         return answer.response
     }
 
-    /// Remembers an answer made at `madeAt` over these snapshots.
+    /// Remembers an answer made at `madeAt` over these snapshots, exact until `until` (the horizon of the history
+    /// it was decided from, ``DerivedHistory``).
     func remember(
         _ key: Key, _ response: BestOfferAnswer, catalog: CatalogSnapshot, transactions: TransactionsSnapshot,
-        madeAt: Date
+        madeAt: Date, until: Date?
     ) {
-        guard enabled else { return }
-        let until = DecisionHorizon.next(
-            after: madeAt, transactions: transactions.records.effective(catalog.policy).transactions,
-            catalog: catalog.catalog)
+        guard isEnabled else { return }
         answers.put(
             Answer(catalog: catalog, transactions: transactions, madeAt: madeAt, until: until, response: response),
             for: key)

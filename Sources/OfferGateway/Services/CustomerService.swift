@@ -69,12 +69,23 @@ struct CustomerService: Sendable {
     /// The tenant's catalog and the customer's history derived at `at` (customer id already normalised).
     func history(tenant: UUID, customerId: String, at: Date) async throws -> (Catalog, CustomerHistory) {
         let (catalog, transactions) = try await caches.inputs(tenant: tenant, customerId: customerId)
-        return (catalog.catalog, Self.history(catalog: catalog, transactions: transactions, at: at))
+        let remembered = caches.decisions.isEnabled
+        return (
+            catalog.catalog,
+            Self.history(catalog: catalog, transactions: transactions, at: at, remembered: remembered).history
+        )
     }
 
-    /// The one derivation of a customer's history: from these snapshots (recorded and Apple data) at `at`.
-    static func history(catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date) -> CustomerHistory {
-        CustomerHistory.derive(records: transactions.records, policy: catalog.policy, catalog: catalog.catalog, at: at)
+    /// The one derivation of a customer's history: from these snapshots (recorded and Apple data) at `at`, with
+    /// the instant it may next change. `remembered`: the one derived last over the same snapshots, while it holds
+    /// (``TransactionsSnapshot/derived(over:at:)``); off with the decision memo, so a gateway that remembers
+    /// nothing derives everything anew (the tests' oracle).
+    static func history(
+        catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date, remembered: Bool
+    ) -> DerivedHistory {
+        remembered
+            ? transactions.derived(over: catalog, at: at)
+            : TransactionsSnapshot.derive(transactions.records, over: catalog, at: at)
     }
 
     /// The customer's state in the group of `productId` at `at` (`never` when the product is in no group).

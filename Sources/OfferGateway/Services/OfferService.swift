@@ -233,7 +233,9 @@ struct OfferService: Sendable {
     ) throws -> BestOfferAnswer {
         let (catalogSnapshot, transactions) = inputs
         let catalog = catalogSnapshot.catalog
-        let history = CustomerService.history(catalog: catalogSnapshot, transactions: transactions, at: query.at)
+        let derived = CustomerService.history(
+            catalog: catalogSnapshot, transactions: transactions, at: query.at, remembered: caches.decisions.isEnabled)
+        let history = derived.history
         // The key holds the plan asked for: a plan from Apple's data is a function of the transactions snapshot
         // (its latest renewal info, whatever `at`), which a remembered answer is tied to by identity.
         let plan = query.billingPlan ?? Self.groupId(of: scope, in: catalog).flatMap { history.group($0).billingPlan }
@@ -247,7 +249,8 @@ struct OfferService: Sendable {
                 caches.displayTexts.text(offer: $0.offer, product: $0.product, locale: query.locale)
             })
         caches.decisions.remember(
-            query.memoKey(scope), answer, catalog: catalogSnapshot, transactions: transactions, madeAt: query.at)
+            query.memoKey(scope), answer, catalog: catalogSnapshot, transactions: transactions, madeAt: query.at,
+            until: derived.until)
         return answer
     }
 
