@@ -17,7 +17,8 @@ public struct JSONObjectWriter {
         first = false
         out.append(UInt8(ascii: "\""))
         out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
     }
 
     public mutating func string(_ key: StaticString, _ value: String) {
@@ -98,10 +99,11 @@ public struct JSONArrayWriter {
 }
 
 extension EncodedJSON {
-    /// An object written member by member, without a `JSONValue` in between.
-    public init(object body: (inout JSONObjectWriter) -> Void) {
+    /// An object written member by member, without a `JSONValue` in between, into a buffer of `capacity` bytes
+    /// at first (one that holds the whole object spares a reallocation and a copy).
+    public init(capacity: Int = 1_024, object body: (inout JSONObjectWriter) -> Void) {
         var out: [UInt8] = []
-        out.reserveCapacity(1_024)
+        out.reserveCapacity(capacity)
         JSONObjectWriter.write(into: &out, body)
         self.init(bytes: out)
     }

@@ -83,8 +83,9 @@ enum Wire {
             // Written straight to bytes: building a `JSONValue` of every considered offer first was a tenth of a
             // first answer's CPU (docs/perf/README.md). The same members in the same order as before.
             let result = answer.result
+            // ~150 bytes per considered offer, the winner and the frame in the first 512.
             return .encoded(
-                EncodedJSON { out in
+                EncodedJSON(capacity: 512 + 192 * result.considered.count) { out in
                     if let winner = result.winner {
                         out.object("offer") { offer in
                             offer.string("offerId", winner.offer.id)
