@@ -2,13 +2,15 @@
 """Summarise a `perf record -g` profile of the gateway: where the CPU goes, per layer and per symbol, and a flame
 graph (SVG, self-contained, no external script).
 
-    ops/perf/fold.py PERF_DATA [--svg OUT.svg] [--folded OUT.folded] [--top N] [--requests N]
+    ops/perf/fold.py PERF_DATA [--svg OUT.svg] [--folded OUT.folded] [--top N] [--requests N] [--skip-comm NAME]
 
 Layers are named from each sample's leaf frame: the kernel, libcrypto, libpq, libc (malloc and friends apart),
 the Swift runtime (retain/release, allocation, generics), Swift Concurrency (the cooperative pool, tasks,
 continuations), Dispatch, Foundation, and each of our own Swift modules (from the mangled symbol's module name).
 With --requests, every share is also printed as CPU microseconds per request (the samples' total CPU time divided
 by the requests the run answered), so profiles of different runs compare per request and not per sample.
+With --skip-comm (repeatable), samples of threads with that name are left out: e.g. `python3` when the profile was
+recorded over a driver that spawns the gateway (`perf record -g -- python3 ops/bench/stdio-feed.py ...`).
 """
 import argparse
 import collections
@@ -68,26 +70,28 @@ def layer(symbol, dso):
     return "other: " + dso.rsplit("/", 1)[-1]
 
 
-def samples(path):
-    """Yields (stack leaf-first [(symbol, dso)], weight) per sample of `perf script`."""
+def samples(path, skip_comms=()):
+    """Yields (stack leaf-first [(symbol, dso)], weight) per sample of `perf script`, except those of threads
+    named in skip_comms."""
     proc = subprocess.Popen(["perf", "script", "-i", path, "-F", "comm,tid,period,ip,sym,dso"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace")
-    stack, weight = [], 1
+    stack, weight, skip = [], 1, False
     frame = re.compile(r"^\s+[0-9a-f]+\s+(.*?)(?:\+0x[0-9a-f]+)?\s+\((.*)\)$")
     for line in proc.stdout:
         if not line.strip():
-            if stack:
+            if stack and not skip:
                 yield stack, weight
             stack = []
             continue
         if not line.startswith((" ", "\t")):
             parts = line.split()
-            weight = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
+            weight = int(parts[-1]) if len(parts) > 2 and parts[-1].isdigit() else 1
+            skip = " ".join(parts[:-2]) in skip_comms
             continue
         m = frame.match(line)
         if m:
             stack.append((m.group(1), m.group(2)))
-    if stack:
+    if stack and not skip:
         yield stack, weight
     proc.wait()
 
@@ -153,12 +157,13 @@ def main():
     p.add_argument("--folded")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--requests", type=int, help="requests answered during the profile: shares as µs per request")
+    p.add_argument("--skip-comm", action="append", default=[], help="leave out the samples of threads of this name")
     a = p.parse_args()
 
     layers, symbols, inclusive = collections.Counter(), collections.Counter(), collections.Counter()
     folded = collections.Counter()
     total = 0
-    for stack, weight in samples(a.data):
+    for stack, weight in samples(a.data, set(a.skip_comm)):
         total += weight
         leaf_sym, leaf_dso = stack[0]
         layers[layer(leaf_sym, leaf_dso)] += weight
