@@ -97,6 +97,16 @@ public struct CustomerRecordsRepository: Sendable {
     /// The three reads, each one index lookup per customer: written as a lateral join over the bound array so the
     /// plan cannot turn into a scan of the tenant's rows while the table's statistics lag (see
     /// `RedemptionStore.batchLookups`). Each row ends with its customer id.
+    ///
+    /// The array is unnested through a sub-select, `unnest((SELECT $1))`, so that the connection's prepared
+    /// statement runs on its cached generic plan. Over a plain `unnest($1)` a custom plan sees the array's length
+    /// (4 customers, say) where the generic one assumes 100 rows, so PostgreSQL judged the generic plan dearer and
+    /// planned every execution anew: 40 % of its CPU in B4c's cold reads went to planning (`perf`,
+    /// docs/perf/README.md §2). Through the sub-select both plans assume the same, the generic plan is kept after
+    /// the fifth execution, and its shape is the same nested loop of index lookups (`CustomerRecordsQueryPlanTests`).
+    /// A generic plan is kept until the table's next `ANALYZE`: one made over a table still empty (no Apple data
+    /// yet) reads it sequentially, which is right while it is small, and autovacuum analyses it after its first 50
+    /// rows (a never-analysed table is `FirstStatistics`' within seconds).
     static func queries(tenant: UUID, customers: [String]) -> [PostgresQuery] {
         [
             (SubscriptionRepository.transactionColumns, "subscription_transactions", "purchase_date, transaction_id"),
@@ -105,7 +115,7 @@ public struct CustomerRecordsRepository: Sendable {
         ].map { columns, table, order in
             """
             SELECT r.*, c.customer_id
-            FROM unnest(\(customers)::text[]) AS c(customer_id)
+            FROM unnest((SELECT \(customers)::text[])) AS c(customer_id)
             CROSS JOIN LATERAL (
                 SELECT \(query: .unsafeRaw(columns)) FROM \(query: .unsafeRaw(table)) t
                 WHERE t.tenant_id = \(tenant) AND t.customer_id = c.customer_id

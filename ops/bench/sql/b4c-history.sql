@@ -7,7 +7,7 @@
 \set k random(1, :copies)
 \startpipeline
 SELECT r.*, c.customer_id
-FROM unnest(ARRAY[:prefix::text || '-h' || :i || '-x' || :k]) AS c(customer_id)
+FROM unnest((SELECT ARRAY[:prefix::text || '-h' || :i || '-x' || :k])) AS c(customer_id)
 CROSS JOIN LATERAL (
     SELECT transaction_id, original_transaction_id, product_id, purchase_date, expires_date, offer_type, offer_id,
            auto_renew, in_billing_retry, grace_period_expires_date, revocation_date
@@ -15,7 +15,7 @@ CROSS JOIN LATERAL (
     WHERE s.tenant_id = :tenant::uuid AND s.customer_id = c.customer_id
     ORDER BY purchase_date, transaction_id) r;
 SELECT r.*, c.customer_id
-FROM unnest(ARRAY[:prefix::text || '-h' || :i || '-x' || :k]) AS c(customer_id)
+FROM unnest((SELECT ARRAY[:prefix::text || '-h' || :i || '-x' || :k])) AS c(customer_id)
 CROSS JOIN LATERAL (
     SELECT transaction_id, original_transaction_id, environment, product_id, purchase_date, expires_date, offer_type,
            offer_id, offer_discount_type, in_app_ownership_type, revocation_date, signed_date
@@ -23,7 +23,7 @@ CROSS JOIN LATERAL (
     WHERE a.tenant_id = :tenant::uuid AND a.customer_id = c.customer_id
     ORDER BY purchase_date, transaction_id) r;
 SELECT r.*, c.customer_id
-FROM unnest(ARRAY[:prefix::text || '-h' || :i || '-x' || :k]) AS c(customer_id)
+FROM unnest((SELECT ARRAY[:prefix::text || '-h' || :i || '-x' || :k])) AS c(customer_id)
 CROSS JOIN LATERAL (
     SELECT original_transaction_id, environment, product_id, auto_renew_product_id, auto_renew_status,
            is_in_billing_retry, grace_period_expires_date, eligible_win_back_offer_ids, signed_date, billing_plan
