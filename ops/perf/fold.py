@@ -2,7 +2,8 @@
 """Summarise a `perf record -g` profile of the gateway: where the CPU goes, per layer and per symbol, and a flame
 graph (SVG, self-contained, no external script).
 
-    ops/perf/fold.py PERF_DATA [--svg OUT.svg] [--folded OUT.folded] [--top N] [--requests N] [--skip-comm NAME]
+    ops/perf/fold.py PERF_DATA [--svg OUT.svg] [--folded OUT.folded] [--top N] [--requests N]
+                     [--skip-comm NAME] [--only-comm NAME]
 
 Layers are named from each sample's leaf frame: the kernel, libcrypto, libpq, libc (malloc and friends apart),
 the Swift runtime (retain/release, allocation, generics), Swift Concurrency (the cooperative pool, tasks,
@@ -10,7 +11,8 @@ continuations), Dispatch, Foundation, and each of our own Swift modules (from th
 With --requests, every share is also printed as CPU microseconds per request (the samples' total CPU time divided
 by the requests the run answered), so profiles of different runs compare per request and not per sample.
 With --skip-comm (repeatable), samples of threads with that name are left out: e.g. `python3` when the profile was
-recorded over a driver that spawns the gateway (`perf record -g -- python3 ops/bench/stdio-feed.py ...`).
+recorded over a driver that spawns the gateway (`perf record -g -- python3 ops/bench/stdio-feed.py ...`). With
+--only-comm (repeatable), only those threads count: e.g. `postgres` in a system-wide profile (`perf record -a -g`).
 """
 import argparse
 import collections
@@ -70,9 +72,9 @@ def layer(symbol, dso):
     return "other: " + dso.rsplit("/", 1)[-1]
 
 
-def samples(path, skip_comms=()):
+def samples(path, skip_comms=(), only_comms=()):
     """Yields (stack leaf-first [(symbol, dso)], weight) per sample of `perf script`, except those of threads
-    named in skip_comms."""
+    named in skip_comms, and (when only_comms is given) of threads not named in it."""
     proc = subprocess.Popen(["perf", "script", "-i", path, "-F", "comm,tid,period,ip,sym,dso"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace")
     stack, weight, skip = [], 1, False
@@ -86,7 +88,8 @@ def samples(path, skip_comms=()):
         if not line.startswith((" ", "\t")):
             parts = line.split()
             weight = int(parts[-1]) if len(parts) > 2 and parts[-1].isdigit() else 1
-            skip = " ".join(parts[:-2]) in skip_comms
+            comm = " ".join(parts[:-2])
+            skip = comm in skip_comms or (bool(only_comms) and comm not in only_comms)
             continue
         m = frame.match(line)
         if m:
@@ -158,12 +161,13 @@ def main():
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--requests", type=int, help="requests answered during the profile: shares as µs per request")
     p.add_argument("--skip-comm", action="append", default=[], help="leave out the samples of threads of this name")
+    p.add_argument("--only-comm", action="append", default=[], help="count only the samples of threads of this name")
     a = p.parse_args()
 
     layers, symbols, inclusive = collections.Counter(), collections.Counter(), collections.Counter()
     folded = collections.Counter()
     total = 0
-    for stack, weight in samples(a.data, set(a.skip_comm)):
+    for stack, weight in samples(a.data, set(a.skip_comm), set(a.only_comm)):
         total += weight
         leaf_sym, leaf_dso = stack[0]
         layers[layer(leaf_sym, leaf_dso)] += weight
