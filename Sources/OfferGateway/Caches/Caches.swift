@@ -22,7 +22,14 @@ struct CustomerKey: Hashable, Sendable {
 final class TransactionsSnapshot: Sendable {
     let records: CustomerRecords
     /// The last history derived from these records (see ``derived(over:at:)``).
-    private let lastDerived = Mutex<(catalog: CatalogSnapshot, madeAt: Date, derived: DerivedHistory)?>(nil)
+    private let lastDerived = Mutex<LastDerived?>(nil)
+
+    private struct LastDerived: Sendable {
+        /// Weak: a customer's snapshot must not keep a replaced catalog in memory (a dropped catalog is a miss).
+        weak var catalog: CatalogSnapshot?
+        let madeAt: Date
+        let derived: DerivedHistory
+    }
 
     init(_ records: CustomerRecords) {
         self.records = records
@@ -41,12 +48,12 @@ final class TransactionsSnapshot: Sendable {
             return DerivedHistory(history: history, until: last.derived.until)
         }
         let derived = Self.derive(records, over: catalog, at: at)
-        lastDerived.withLock { $0 = (catalog, at, derived) }
+        lastDerived.withLock { $0 = LastDerived(catalog: catalog, madeAt: at, derived: derived) }
         return derived
     }
 
-    /// A new derivation (``CustomerService/history(catalog:transactions:at:remembered:)`` is its one caller, and
-    /// the one place that chooses between this and ``derived(over:at:)``).
+    /// A new derivation, not remembered (``CustomerService/history(catalog:transactions:at:remembered:)`` chooses
+    /// between this and ``derived(over:at:)``).
     static func derive(_ records: CustomerRecords, over catalog: CatalogSnapshot, at: Date) -> DerivedHistory {
         let effective = records.effective(catalog.policy)
         return DerivedHistory(
