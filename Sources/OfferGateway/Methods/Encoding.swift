@@ -83,9 +83,10 @@ enum Wire {
             // Written straight to bytes: building a `JSONValue` of every considered offer first was a tenth of a
             // first answer's CPU (docs/perf/README.md). The same members in the same order as before.
             let result = answer.result
-            // ~150 bytes per considered offer, the winner and the frame in the first 512.
+            // ~110 bytes per considered offer and ~250 for the winner and the frame (B8's answers: 1.17 KB with 10
+            // offers). Remembered answers keep their buffer, so it is sized near the answer, not doubled past it.
             return .encoded(
-                EncodedJSON(capacity: 512 + 192 * result.considered.count) { out in
+                EncodedJSON(capacity: 320 + 128 * result.considered.count) { out in
                     if let winner = result.winner {
                         out.object("offer") { offer in
                             offer.string("offerId", winner.offer.id)
