@@ -16,11 +16,14 @@ struct DecisionMemoTests {
         func set(_ text: String) throws { try now.withLock { $0 = try Date(text, strategy: .iso8601) } }
     }
 
-    @Test("answers follow the clock, the customer's history and the catalog")
-    func answersFollowTimeHistoryAndCatalog() async throws {
-        let clock = TestClock()
+    /// A gateway that remembers next to one that does not (the oracle) on one database (and `clock`, when given),
+    /// with tenant `acme` and the standard catalog: `body` gets the remembering gateway's and the oracle's tenant
+    /// clients, and the admin client (of the remembering one).
+    static func withOracle(
+        clock: TestClock? = nil, _ body: (RPCClient, RPCClient, RPCClient) async throws -> Void
+    ) async throws {
         try await TestGateway.withPair(configure: { index, options, _ in
-            options.clock = { clock.read() }
+            if let clock { options.clock = { clock.read() } }
             if index == 1 { options.decisionMemoSize = 0 }  // the oracle
         }) { remembering, oracle in
             let admin = try await remembering.admin()
@@ -31,6 +34,14 @@ struct DecisionMemoTests {
             defer { app.close() }
             let reference = try await oracle.tenant(key)
             defer { reference.close() }
+            try await body(app, reference, admin)
+        }
+    }
+
+    @Test("answers follow the clock, the customer's history and the catalog")
+    func answersFollowTimeHistoryAndCatalog() async throws {
+        let clock = TestClock()
+        try await Self.withOracle(clock: clock) { app, reference, admin in
 
             /// Asks the remembering gateway twice (the second answer is a remembered one), then requires the
             /// oracle to give the same answer. Writes go through the remembering gateway, so the oracle hears of
@@ -111,17 +122,7 @@ struct DecisionMemoTests {
     /// derives everything anew) answer for answer, `at` included.
     @Test("a customer's remembered history serves every product and instant as a new derivation would")
     func rememberedHistoryMatchesANewDerivation() async throws {
-        try await TestGateway.withPair(configure: { index, options, _ in
-            if index == 1 { options.decisionMemoSize = 0 }  // the oracle
-        }) { remembering, oracle in
-            let admin = try await remembering.admin()
-            defer { admin.close() }
-            let key = try await remembering.createTenant("acme", admin: admin)
-            try await remembering.upsertStandardCatalog(tenant: "acme", admin: admin)
-            let app = try await remembering.tenant(key)
-            defer { app.close() }
-            let reference = try await oracle.tenant(key)
-            defer { reference.close() }
+        try await Self.withOracle { app, reference, _ in
             // Monthly from Aug 1, auto-renew off, expired Nov 25: active, at risk, lapsed, then a month past the
             // lapse (win-back) at the instants below.
             _ = try await app.call(
