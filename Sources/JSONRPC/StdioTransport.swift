@@ -27,6 +27,9 @@ final class BlockingWriter: Sendable {
         thread.start()
     }
 
+    /// Buffers above this capacity are not kept for reuse once written (one huge answer must not pin its memory).
+    static var keptCapacityLimit: Int { 1 << 20 }
+
     func enqueue(_ bytes: [UInt8]) {
         let wasEmpty = state.withLock { s -> Bool in
             if s.failed || s.closing { return false }
@@ -34,6 +37,23 @@ final class BlockingWriter: Sendable {
             s.queue.append(contentsOf: bytes)
             return empty
         }
+        if wasEmpty { signal.signal() }
+    }
+
+    /// Enqueues `bytes` and leaves it empty. When nothing is queued, the buffers are swapped instead of copied, so
+    /// `bytes` comes back with the capacity of a buffer the thread already wrote: a caller that hands over the same
+    /// buffer again and again (the stdio reader's held answers) neither copies nor allocates per hand-over.
+    func enqueue(taking bytes: inout [UInt8]) {
+        let wasEmpty = state.withLock { s -> Bool in
+            if s.failed || s.closing { return false }
+            if s.queue.isEmpty {
+                swap(&s.queue, &bytes)
+                return true
+            }
+            s.queue.append(contentsOf: bytes)
+            return false
+        }
+        if bytes.capacity > Self.keptCapacityLimit { bytes = [] } else { bytes.removeAll(keepingCapacity: true) }
         if wasEmpty { signal.signal() }
     }
 
@@ -50,13 +70,20 @@ final class BlockingWriter: Sendable {
     }
 
     func run() {
+        // The buffer written last goes back as the queue's next one (its capacity kept), so a steady stream of
+        // hand-overs cycles the same few buffers instead of allocating (and page-faulting) a new one each time.
+        var chunk: [UInt8] = []
         while true {
             signal.wait()
             while true {
-                let (chunk, closing) = state.withLock { s -> ([UInt8], Bool) in
-                    let chunk = s.queue
-                    s.queue = []
-                    return (chunk, s.closing)
+                if chunk.capacity > Self.keptCapacityLimit {
+                    chunk = []
+                } else {
+                    chunk.removeAll(keepingCapacity: true)
+                }
+                let closing = state.withLock { s -> Bool in
+                    swap(&chunk, &s.queue)
+                    return s.closing
                 }
                 if chunk.isEmpty {
                     if closing {
@@ -168,8 +195,7 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
         var held: [UInt8] = []
         func handOver() {
             guard !held.isEmpty else { return }
-            writer.enqueue(held)
-            held.removeAll(keepingCapacity: true)
+            writer.enqueue(taking: &held)
         }
         reading: while !isStopped {
             let n = buffer.withUnsafeMutableBytes { raw in Glibc.read(input, raw.baseAddress, raw.count) }
