@@ -30,21 +30,29 @@ final class BlockingWriter: Sendable {
     /// Buffers above this capacity are not kept for reuse once written (one huge answer must not pin its memory).
     static var keptCapacityLimit: Int { 1 << 20 }
 
+    /// Empties a buffer for reuse, keeping its capacity unless it is above `keptCapacityLimit`.
+    static func recycle(_ buffer: inout [UInt8]) {
+        if buffer.capacity > keptCapacityLimit { buffer = [] } else { buffer.removeAll(keepingCapacity: true) }
+    }
+
     func enqueue(_ bytes: [UInt8]) {
-        let wasEmpty = state.withLock { s -> Bool in
-            if s.failed || s.closing { return false }
-            let empty = s.queue.isEmpty
-            s.queue.append(contentsOf: bytes)
-            return empty
-        }
-        if wasEmpty { signal.signal() }
+        var bytes = bytes
+        if push(&bytes) { signal.signal() }
     }
 
     /// Enqueues `bytes` and leaves it empty. When nothing is queued, the buffers are swapped instead of copied, so
     /// `bytes` comes back with the capacity of a buffer the thread already wrote: a caller that hands over the same
     /// buffer again and again (the stdio reader's held answers) neither copies nor allocates per hand-over.
     func enqueue(taking bytes: inout [UInt8]) {
-        let wasEmpty = state.withLock { s -> Bool in
+        let wasEmpty = push(&bytes)
+        Self.recycle(&bytes)
+        if wasEmpty { signal.signal() }
+    }
+
+    /// Queues `bytes` (by swap into an empty queue, else appended); whether the queue was empty, so the thread must
+    /// be woken. Dropped after `finish` or a failed write.
+    private func push(_ bytes: inout [UInt8]) -> Bool {
+        state.withLock { s -> Bool in
             if s.failed || s.closing { return false }
             if s.queue.isEmpty {
                 swap(&s.queue, &bytes)
@@ -53,8 +61,6 @@ final class BlockingWriter: Sendable {
             s.queue.append(contentsOf: bytes)
             return false
         }
-        if bytes.capacity > Self.keptCapacityLimit { bytes = [] } else { bytes.removeAll(keepingCapacity: true) }
-        if wasEmpty { signal.signal() }
     }
 
     /// Flushes what is queued, stops the thread, then calls `callback` (at once if it already stopped).
@@ -76,11 +82,7 @@ final class BlockingWriter: Sendable {
         while true {
             signal.wait()
             while true {
-                if chunk.capacity > Self.keptCapacityLimit {
-                    chunk = []
-                } else {
-                    chunk.removeAll(keepingCapacity: true)
-                }
+                Self.recycle(&chunk)
                 let closing = state.withLock { s -> Bool in
                     swap(&chunk, &s.queue)
                     return s.closing

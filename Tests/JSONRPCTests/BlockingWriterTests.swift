@@ -29,59 +29,60 @@ import Testing
         }
     }
 
-    @Test func swappedAndCopiedHandOversArriveWholeAndInOrder() throws {
+    /// Runs `body` against a writer into a pipe, finishes the writer, and returns every byte that came out.
+    func written(_ body: (BlockingWriter) -> Void) throws -> [UInt8] {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
         let drain = Drain(fd: fds[0])
         let writer = BlockingWriter(fd: fds[1], name: "test-writer")
-        var expected: [UInt8] = []
-        var held: [UInt8] = []
-        for i in 0..<3_000 {
-            // Lines of varying length, some hand-overs far above a pipe's buffer, some of one line.
-            let line = Array("\(i):\(String(repeating: "x", count: (i * 37) % 900))\n".utf8)
-            held += line
-            expected += line
-            if i % 7 == 0 || held.count > 20_000 {
-                writer.enqueue(taking: &held)
-                #expect(held.isEmpty)
-            }
-            if i % 101 == 0 {
-                // As the reader does before an error frame: what is held goes first.
-                writer.enqueue(taking: &held)
-                let frame = Array("copied \(i)\n".utf8)
-                writer.enqueue(frame)
-                expected += frame
-            }
-        }
-        writer.enqueue(taking: &held)
+        body(writer)
         let finished = DispatchSemaphore(value: 0)
         writer.finish { finished.signal() }
         finished.wait()
         close(fds[1])
         drain.done.wait()
-        #expect(drain.bytes.count == expected.count)
+        return drain.bytes
+    }
+
+    @Test func swappedAndCopiedHandOversArriveWholeAndInOrder() throws {
+        var expected: [UInt8] = []
+        let bytes = try written { writer in
+            var held: [UInt8] = []
+            for i in 0..<3_000 {
+                // Lines of varying length, some hand-overs far above a pipe's buffer, some of one line.
+                let line = Array("\(i):\(String(repeating: "x", count: (i * 37) % 900))\n".utf8)
+                held += line
+                expected += line
+                if i % 7 == 0 || held.count > 20_000 {
+                    writer.enqueue(taking: &held)
+                    #expect(held.isEmpty)
+                }
+                if i % 101 == 0 {
+                    // As the reader does before an error frame: what is held goes first.
+                    writer.enqueue(taking: &held)
+                    let frame = Array("copied \(i)\n".utf8)
+                    writer.enqueue(frame)
+                    expected += frame
+                }
+            }
+            writer.enqueue(taking: &held)
+        }
+        #expect(bytes.count == expected.count)
         // The first difference, not two megabytes of bytes, when they differ.
-        let firstDifference = drain.bytes.indices.first { $0 >= expected.count || drain.bytes[$0] != expected[$0] }
+        let firstDifference = bytes.indices.first { $0 >= expected.count || bytes[$0] != expected[$0] }
         #expect(firstDifference == nil)
     }
 
     @Test func aBufferAboveTheKeptLimitIsNotHandedBack() throws {
-        var fds: [Int32] = [0, 0]
-        try #require(pipe(&fds) == 0)
-        let drain = Drain(fd: fds[0])
-        let writer = BlockingWriter(fd: fds[1], name: "test-writer")
-        // Fill the queue first so the big buffer is appended (copied), then check what the caller keeps.
-        var first = [UInt8](repeating: 0x61, count: 10)
-        writer.enqueue(taking: &first)
-        var big = [UInt8](repeating: 0x62, count: BlockingWriter.keptCapacityLimit + 1)
-        writer.enqueue(taking: &big)
-        #expect(big.isEmpty)
-        #expect(big.capacity <= BlockingWriter.keptCapacityLimit)
-        let finished = DispatchSemaphore(value: 0)
-        writer.finish { finished.signal() }
-        finished.wait()
-        close(fds[1])
-        drain.done.wait()
-        #expect(drain.bytes.count == 10 + BlockingWriter.keptCapacityLimit + 1)
+        let bytes = try written { writer in
+            // Fill the queue first so the big buffer is appended (copied), then check what the caller keeps.
+            var first = [UInt8](repeating: 0x61, count: 10)
+            writer.enqueue(taking: &first)
+            var big = [UInt8](repeating: 0x62, count: BlockingWriter.keptCapacityLimit + 1)
+            writer.enqueue(taking: &big)
+            #expect(big.isEmpty)
+            #expect(big.capacity <= BlockingWriter.keptCapacityLimit)
+        }
+        #expect(bytes.count == 10 + BlockingWriter.keptCapacityLimit + 1)
     }
 }
