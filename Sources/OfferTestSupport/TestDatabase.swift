@@ -72,3 +72,24 @@ public func eventually(
     }
     return try await condition()
 }
+
+/// Waits until `condition` holds for as long as `progress` keeps moving: gives up once `progress` has not changed
+/// for `stall` (or after `limit` in all); returns `condition`'s last value. For waits on a storm whose speed is the
+/// machine's (a storm of redemptions until a limit is reached): a slow, loaded run still finishes, a stuck one
+/// fails after `stall`, and what is checked afterwards is the same.
+public func eventually(
+    progressing progress: @Sendable () -> Int, stall: Duration, limit: Duration = .seconds(300),
+    _ condition: @Sendable () -> Bool
+) async -> Bool {
+    let clock = ContinuousClock()
+    let end = clock.now + limit
+    var last = progress()
+    var lastMoved = clock.now
+    while clock.now < end, clock.now - lastMoved < stall {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+        let now = progress()
+        if now != last { (last, lastMoved) = (now, clock.now) }
+    }
+    return condition()
+}

@@ -94,7 +94,8 @@ struct FailoverTests {
         let beforeRecovery = storm.successes
         #expect(beforeRecovery < limit / 2, "the limit was nearly reached before the primary was killed")
         // The standby is promoted; the gateways carry on by themselves until the limit is reached.
-        let exhausted = await eventually(timeout: .seconds(60)) {
+        // The outage answers -32050 (counted), so the storm progresses through it; 60 s without any answer fails.
+        let exhausted = await eventually(progressing: { storm.answered }, stall: .seconds(60)) {
             storm.seen.withLock { ($0.errors[-32041] ?? 0) >= 16 }
         }
         storm.stop()

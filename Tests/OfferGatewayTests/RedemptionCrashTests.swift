@@ -43,6 +43,11 @@ final class RedemptionStorm: Sendable {
 
     var successes: Int { seen.withLock { $0.successes.count } }
 
+    /// Every answer and failure so far: what a wait on the storm counts as progress.
+    var answered: Int {
+        seen.withLock { $0.successes.count + $0.errors.values.reduce(0, +) + $0.transportFailures }
+    }
+
     /// The params of request `n`.
     func params(code: String, _ n: Int) -> JSONValue {
         ["code": .string(code), "customerId": .string("\(prefix)-\(n)"), "idempotencyKey": .string("\(prefix)-k\(n)")]
@@ -206,7 +211,8 @@ struct RedemptionCrashTests {
             defer { second.killIfRunning() }
             let storm2 = RedemptionStorm(prefix: "b")
             async let done2: Void = storm2.run(socket: second.socket, apiKey: apiKey, code: "CRASH", connections: 32)
-            let exhausted = await eventually(timeout: .seconds(20)) {
+            // However slowly a loaded machine redeems; a storm that stops answering fails after 20 s.
+            let exhausted = await eventually(progressing: { storm2.answered }, stall: .seconds(20)) {
                 storm2.seen.withLock { ($0.errors[-32041] ?? 0) >= 64 }
             }
             storm2.stop()
@@ -259,7 +265,7 @@ struct RedemptionCrashTests {
                 try await RedemptionCrashTests.server.pg("restart")
                 let beforeRecovery = storm.successes
                 // The gateways recover by themselves: successes resume until the limit is reached.
-                let exhausted = await eventually(timeout: .seconds(60)) {
+                let exhausted = await eventually(progressing: { storm.answered }, stall: .seconds(60)) {
                     storm.seen.withLock { ($0.errors[-32041] ?? 0) >= 32 }
                 }
                 storm.stop()
