@@ -20,9 +20,9 @@ public protocol RPCHandler: Sendable {
     /// Answers one request at once, on the transport's own thread, when its answer needs no waiting (one held in
     /// memory, a ping), or takes it to answer later without a task (`.later`: waiting for a shared read); nil sends
     /// it down the asynchronous path (`handle`), which must then give the same answer. Called for every single
-    /// request before `handle`: it must never block, suspend or do more than a lookup's work, since the connections
-    /// of that thread wait meanwhile. Saves the request two thread hand-offs (to the cooperative pool and back) and
-    /// a task. The default answers nothing at once.
+    /// request before `handle`: it must never block or suspend, nor do more than a lookup's or a signature's work
+    /// (tens of µs), since the connections of that thread wait meanwhile. Saves the request two thread hand-offs
+    /// (to the cooperative pool and back) and a task. The default answers nothing at once.
     func answerNow(_ request: RPCRequest, session: Session, context: RPCContext) -> RPCNowAnswer?
 
     /// Called once after the connection closed and all its in-flight requests finished.

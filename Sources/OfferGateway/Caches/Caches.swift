@@ -230,6 +230,14 @@ final class SignerCache: Sendable {
         }
     }
 
+    /// The active signer when it is in memory, counted as a hit; nil when it is not loaded or the tenant has none
+    /// (no database access).
+    func cachedSigner(_ tenant: UUID) -> ActiveSigner? {
+        guard case let signer?? = cache.cached(tenant) else { return nil }
+        cache.recordHit()
+        return signer
+    }
+
     func invalidate(_ tenant: UUID) { cache.invalidate(tenant) }
     func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
 }

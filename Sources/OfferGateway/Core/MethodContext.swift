@@ -37,8 +37,9 @@ struct MethodSpec: Sendable {
     let access: Access
     let run: @Sendable (MethodContext) async throws -> JSONValue
     /// The answer without a task: at once when the method can give it from memory, or later from the thread that
-    /// has it (nil: `run` answers, the same way). Runs on a transport's thread (`Gateway.answerNow`): lookups only,
-    /// never a query or a lock held for long; a `.later` answer's work runs after it returned.
+    /// has it (nil: `run` answers, the same way). Runs on a transport's thread (`Gateway.answerNow`): lookups and at
+    /// most one signature's CPU (tens of µs, `offers.sign`), never a query or a lock held for long; a `.later`
+    /// answer's work runs after it returned.
     let now: (@Sendable (MethodContext) throws -> NowOrLater<JSONValue>?)?
 
     init(

@@ -34,10 +34,17 @@ enum OfferMethods {
                 return try ctx.services.offers.bestNow(request, tenant: tenant, decidingHere: decidingHere)?.map(
                     Wire.best)
             }),
-        MethodSpec(name: "offers.sign", access: .tenant) { ctx in
-            let request = try ctx.params(OfferService.SignRequest.self)
-            return Wire.signed(try await ctx.services.offers.sign(request, tenant: try await ctx.tenant()))
-        },
+        MethodSpec(
+            name: "offers.sign", access: .tenant,
+            run: { ctx in
+                let request = try signRequest(ctx)
+                return Wire.signed(try await ctx.services.offers.sign(request, tenant: try await ctx.tenant()))
+            },
+            now: { ctx in
+                let request = try signRequest(ctx)
+                guard let tenant = try ctx.ownTenant() else { return nil }
+                return try ctx.services.offers.signNow(request, tenant: tenant)?.map(Wire.signed)
+            }),
         MethodSpec(name: "offers.introEligibility", access: .tenant) { ctx in
             let request = try ctx.params(OfferService.IntroRequest.self)
             let verdict = try await ctx.services.offers.introEligibility(request, tenant: try await ctx.tenant())
@@ -47,6 +54,11 @@ enum OfferMethods {
             ]
         },
     ]
+
+    /// `offers.sign`'s params: plain ones read off the object, anything else (and every error) through `Decodable`.
+    static func signRequest(_ ctx: MethodContext) throws -> OfferService.SignRequest {
+        try OfferService.SignRequest(plainParams: ctx.request.params) ?? ctx.params(OfferService.SignRequest.self)
+    }
 
     /// `offers.best`'s params: plain ones read off the object, anything else (and every error) through `Decodable`.
     static func bestRequest(_ ctx: MethodContext) throws -> OfferService.BestRequest {

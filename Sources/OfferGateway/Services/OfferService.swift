@@ -262,21 +262,109 @@ struct OfferService: Sendable {
         return answer
     }
 
+    /// A promotional offer signed for a customer who may have it (or who holds a live redemption granting it),
+    /// answered once its ledger row is committed.
     func sign(_ request: SignRequest, tenant: TenantRecord) async throws -> SignedOffer {
-        let customerId = try Validate.customerId(request.customerId)
-        let format = try Self.format(request.format, param: "params.format")
-        let token = try request.appAccountToken.map { try Validate.uuid($0, param: "params.appAccountToken") }
-        let transactionId = try request.transactionId.map {
-            try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
+        let query = try SignQuery(request, at: clock())
+        let (catalog, history) = try await customers.history(
+            tenant: tenant.id, customerId: query.customerId, at: query.at)
+        let (product, offer) = try Self.promotional(query, in: catalog, history: history)
+        if let redemptionId = query.redemptionId {
+            try await requireLiveRedemption(
+                redemptionId, tenant: tenant, customerId: query.customerId, offerId: offer.id)
+            try Self.require(Eligibility.evaluateGranted(offer: offer, at: query.at), offer)
+        } else {
+            try Self.require(
+                Eligibility.evaluate(offer: offer, history: history.group(product.groupId), at: query.at), offer)
         }
-        let asked = try request.billingPlan.map { try Validate.billingPlan($0) }
-        let redemptionId = try request.redemptionId.map { try Self.redemptionId($0) }
-        let at = clock()
-        let (catalog, history) = try await customers.history(tenant: tenant.id, customerId: customerId, at: at)
-        let product = try Self.product(request.productId, in: catalog)
-        let plan = asked ?? history.group(product.groupId).billingPlan
+        let made = try signature(
+            query, product: product, offer: offer, tenant: tenant, signer: try await activeSigner(tenant))
+        try await ledger.record(tenant: tenant.id, made.row)
+        signed.increment([query.format.rawValue])
+        return made.offer
+    }
+
+    /// `offers.sign` without a task, when the tenant's catalog and signer are in memory and no redemption is named
+    /// (its check reads the database): the customer's records from memory (or the batched read that loads them),
+    /// the eligibility and the signature on the thread that has them, the answer from the thread that commits the
+    /// ledger row. The same checks and answers as `sign`; nil when it cannot (then `sign` answers).
+    func signNow(_ request: SignRequest, tenant: TenantRecord) throws -> NowOrLater<SignedOffer>? {
+        let query = try SignQuery(request, at: clock())
+        guard query.redemptionId == nil, let catalog = caches.catalogs.cachedSnapshot(tenant.id),
+            let signer = caches.signers.cachedSigner(tenant.id)
+        else { return nil }
+        let make: @Sendable (TransactionsSnapshot) throws -> Signature = { transactions in
+            let history = CustomerService.history(
+                catalog: catalog, transactions: transactions, at: query.at, remembered: caches.decisions.isEnabled
+            ).history
+            let (product, offer) = try Self.promotional(query, in: catalog.catalog, history: history)
+            try Self.require(
+                Eligibility.evaluate(offer: offer, history: history.group(product.groupId), at: query.at), offer)
+            return try signature(query, product: product, offer: offer, tenant: tenant, signer: signer)
+        }
+        let (ledger, signed) = (ledger, signed)
+        let recorded: @Sendable (Signature, @escaping @Sendable (Result<SignedOffer, any Error>) -> Void) -> Void = {
+            made, reply in
+            ledger.submit(.signature(LedgerRow(tenant: tenant.id, signature: made.row))) { result in
+                if case .success = result { signed.increment([query.format.rawValue]) }
+                reply(result.map { made.offer })
+            }
+        }
+        if let transactions = caches.customers.cachedSnapshot(tenant.id, query.customerId) {
+            caches.recordInputsHit()
+            let made = try make(transactions)
+            return .later { reply in recorded(made, reply) }
+        }
+        caches.catalogs.recordHit()
+        return .later { reply in
+            caches.customers.snapshot(tenant.id, query.customerId) { loaded in
+                do { recorded(try make(try loaded.get()), reply) } catch { reply(.failure(error)) }
+            }
+        }
+    }
+
+    /// One `offers.sign` request, its params checked.
+    private struct SignQuery: Sendable {
+        let customerId: String
+        let productId: String
+        let offerId: String
+        let format: IssuedSignature.Format
+        let appAccountToken: String?
+        let transactionId: String?
+        let billingPlan: BillingPlan?
+        let redemptionId: UUID?
+        let at: Date
+
+        init(_ request: SignRequest, at: Date) throws {
+            customerId = try Validate.customerId(request.customerId)
+            productId = request.productId
+            offerId = request.offerId
+            format = try OfferService.format(request.format, param: "params.format")
+            appAccountToken = try request.appAccountToken.map { try Validate.uuid($0, param: "params.appAccountToken") }
+            transactionId = try request.transactionId.map {
+                try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
+            }
+            billingPlan = try request.billingPlan.map { try Validate.billingPlan($0) }
+            redemptionId = try request.redemptionId.map { try OfferService.redemptionId($0) }
+            self.at = at
+        }
+    }
+
+    /// A signature made and its ledger row (not yet recorded).
+    private struct Signature: Sendable {
+        let offer: SignedOffer
+        let row: IssuedSignature
+    }
+
+    /// The product and the promotional offer asked for, when the offer may be signed for this customer's billing
+    /// plan (eligibility aside).
+    private static func promotional(_ query: SignQuery, in catalog: Catalog, history: CustomerHistory) throws
+        -> (Product, Offer)
+    {
+        let product = try Self.product(query.productId, in: catalog)
+        let plan = query.billingPlan ?? history.group(product.groupId).billingPlan
         // The product names the offer together with its id (one id may sit on several products).
-        let offer = try CatalogService.offer(request.offerId, product: product.id, in: catalog)
+        let offer = try CatalogService.offer(query.offerId, product: product.id, in: catalog)
         guard offer.type == .promotional else {
             throw GatewayError.notEligible(
                 "only promotional offers are signed; '\(offer.id)' is \(offer.type.rawValue)",
@@ -287,20 +375,14 @@ struct OfferService: Sendable {
                 "offer '\(offer.id)' is for the \(offer.billingPlan?.rawValue ?? "") billing plan, not \(plan?.rawValue ?? "")",
                 reasons: ["billing_plan_mismatch"])
         }
-        let verdict: EligibilityVerdict
-        if let redemptionId {
-            try await requireLiveRedemption(redemptionId, tenant: tenant, customerId: customerId, offerId: offer.id)
-            verdict = Eligibility.evaluateGranted(offer: offer, at: at)
-        } else {
-            verdict = Eligibility.evaluate(offer: offer, history: history.group(product.groupId), at: at)
-        }
+        return (product, offer)
+    }
+
+    private static func require(_ verdict: EligibilityVerdict, _ offer: Offer) throws {
         guard verdict.eligible else {
             throw GatewayError.notEligible(
                 "the customer is not eligible for offer '\(offer.id)'", reasons: verdict.reasons.map(\.rawValue))
         }
-        return try await issue(
-            format, tenant: tenant, customerId: customerId, productId: product.id, offerId: offer.id, token: token,
-            transactionId: transactionId, redemptionId: redemptionId, at: at)
     }
 
     /// A redemption's signature (`codes.redeem` with `sign`): the one made for it in `format` while it is valid
@@ -365,19 +447,20 @@ struct OfferService: Sendable {
         }
     }
 
-    /// Signs, records the ledger row (naming the redemption, and keeping the answer for its replays), returns.
-    private func issue(
-        _ format: IssuedSignature.Format, tenant: TenantRecord, customerId: String, productId: String, offerId: String,
-        token: String?, transactionId: String?, redemptionId: UUID?, at: Date
-    ) async throws -> SignedOffer {
-        let signer = try await activeSigner(tenant)
+    /// Signs (CPU only) and builds the ledger row, naming the redemption and keeping the answer for its replays.
+    private func signature(
+        _ query: SignQuery, product: Product, offer: Offer, tenant: TenantRecord, signer: ActiveSigner
+    ) throws -> Signature {
         let nonce = nonce()
         let signed: SignedOffer
         let appAccountToken: String?
-        if format == .v1 {
+        let (productId, offerId, at) = (product.id, offer.id, query.at)
+        if query.format == .v1 {
             // The V1 payload carries the app account token the app will pass at purchase: the one given, else the
             // customer id when it is a UUID (the recommended customer id), else empty.
-            let v1Token = (token ?? (CustomerID.isUUIDShaped(customerId) ? customerId : "")).lowercased()
+            let v1Token =
+                (query.appAccountToken ?? (CustomerID.isUUIDShaped(query.customerId) ? query.customerId : ""))
+                .lowercased()
             let signature = try signer.offerSigner(bundleId: tenant.bundleId).signV1(
                 productId: productId, offerId: offerId, appAccountToken: v1Token, nonce: nonce,
                 timestamp: Int64((at.timeIntervalSince1970 * 1000).rounded(.down)))
@@ -388,18 +471,17 @@ struct OfferService: Sendable {
         } else {
             guard signer.issuerId != nil else { throw Self.missingIssuer(signer.keyId) }
             let jws = try signer.offerSigner(bundleId: tenant.bundleId).promotionalOfferJWS(
-                productId: productId, offerId: offerId, transactionId: transactionId, nonce: nonce, issuedAt: at)
+                productId: productId, offerId: offerId, transactionId: query.transactionId, nonce: nonce, issuedAt: at)
             signed = .jws(
                 jws, keyId: signer.keyId, nonce: nonce.lowercasedString, offerId: offerId, productId: productId)
-            appAccountToken = token
+            appAccountToken = query.appAccountToken
         }
-        try await ledger.record(
-            tenant: tenant.id,
-            IssuedSignature(
-                nonce: nonce, format: format, keyId: signer.keyId, customerId: customerId, productId: productId,
-                offerId: offerId, appAccountToken: appAccountToken, transactionId: transactionId, issuedAt: at,
-                redemptionId: redemptionId, signedOffer: redemptionId == nil ? nil : signed.storedJSON))
-        return signed
+        let row = IssuedSignature(
+            nonce: nonce, format: query.format, keyId: signer.keyId, customerId: query.customerId,
+            productId: productId, offerId: offerId, appAccountToken: appAccountToken,
+            transactionId: query.transactionId, issuedAt: at, redemptionId: query.redemptionId,
+            signedOffer: query.redemptionId == nil ? nil : signed.storedJSON)
+        return Signature(offer: signed, row: row)
     }
 
     /// Allowed when the product has an introductory offer this customer is eligible for right now.
@@ -548,5 +630,42 @@ extension OfferService.BestRequest {
         self.init(
             customerId: customerId, productId: productId, groupId: groupId, at: nil, locale: locale,
             billingPlan: billingPlan)
+    }
+}
+
+extension OfferService.SignRequest {
+    /// The params when every member is a plain string (the usual call), without `Decodable`; nil when any is
+    /// missing or of another type, so `Decodable` reads them and names what is wrong.
+    init?(plainParams params: JSONValue?) {
+        guard case .object(let object)? = params else { return nil }
+        var customerId: String?
+        var productId: String?
+        var offerId: String?
+        var format: String?
+        var appAccountToken: String?
+        var transactionId: String?
+        var billingPlan: String?
+        var redemptionId: String?
+        for member in object.members {
+            switch (member.key, member.value) {
+            case ("customerId", .string(let text)): customerId = text
+            case ("productId", .string(let text)): productId = text
+            case ("offerId", .string(let text)): offerId = text
+            case ("format", .string(let text)): format = text
+            case ("appAccountToken", .string(let text)): appAccountToken = text
+            case ("transactionId", .string(let text)): transactionId = text
+            case ("billingPlan", .string(let text)): billingPlan = text
+            case ("redemptionId", .string(let text)): redemptionId = text
+            case ("customerId", _), ("productId", _), ("offerId", _), ("format", _), ("appAccountToken", _),
+                ("transactionId", _), ("billingPlan", _), ("redemptionId", _):
+                return nil
+            default: continue
+            }
+        }
+        guard let customerId, let productId, let offerId, let format else { return nil }
+        self.init(
+            customerId: customerId, productId: productId, offerId: offerId, format: format,
+            appAccountToken: appAccountToken, transactionId: transactionId, billingPlan: billingPlan,
+            redemptionId: redemptionId)
     }
 }
