@@ -323,10 +323,24 @@ public protocol PostgresArrayLiteralElement: PostgresCodable, PostgresArrayEleme
     static var postgresElementType: PostgresDataType { get }
     /// Array OIDs this element type decodes from.
     static var postgresAcceptedArrayTypes: [PostgresDataType] { get }
+    /// The element type's OID when arrays of it are sent in PostgreSQL's binary format (no literal to build and
+    /// escape here, no `array_in` and element parsing on the server); nil sends a text literal.
+    static var postgresBinaryElementOID: UInt32? { get }
+    /// Appends this element's binary form (its type's `typsend` output) to `out`, or returns false, appending
+    /// nothing, for NULL. Called only when `postgresBinaryElementOID` is set.
+    func appendPostgresBinary(to out: inout [UInt8]) -> Bool
 }
 
 extension PostgresArrayLiteralElement {
-    public static func postgresArrayBind(_ elements: [Self]) -> PostgresBind { postgresArrayLiteralBind(elements) }
+    public static var postgresBinaryElementOID: UInt32? { nil }
+    public func appendPostgresBinary(to out: inout [UInt8]) -> Bool { false }
+
+    /// In binary when the element type has a binary form here (`postgresBinaryElementOID`), else as a literal.
+    public static func postgresArrayBind(_ elements: [Self]) -> PostgresBind {
+        guard let oid = postgresBinaryElementOID else { return postgresArrayLiteralBind(elements) }
+        return PostgresBind(
+            type: postgresArrayType, format: .binary, bytes: PostgresBinaryArray.encode(elements, elementOID: oid))
+    }
 
     /// `elements` as an array literal (`{"a","b c",NULL}`) in text format: every element type's default, and the
     /// form to splice where a literal is needed (a per-row cast of a list inside an `unnest`).
@@ -382,57 +396,78 @@ extension String: PostgresArrayLiteralElement {
 
     /// `[String]` is sent as a binary `text[]`: each element's bytes copied behind its length, with no escape scan
     /// here and no `array_in` parse on the server (an Apple notification group binds three arrays of 5-20 KB JWS).
-    public static func postgresArrayBind(_ elements: [String]) -> PostgresBind {
-        PostgresBind(type: .textArray, format: .binary, bytes: PostgresBinaryTextArray.encode(elements))
+    public static var postgresBinaryElementOID: UInt32? { PostgresBinaryArray.textOID }
+    public func appendPostgresBinary(to out: inout [UInt8]) -> Bool {
+        out.append(contentsOf: utf8)
+        return true
     }
 }
 
-/// PostgreSQL's binary array format for a one-dimensional `text[]` without NULLs (`array_send`): dimensions 1,
-/// no-nulls flag 0, element OID 25, then the length and lower bound 1 of the one dimension (none for an empty array),
-/// then per element its byte length and bytes; every integer 4 bytes, big-endian.
-enum PostgresBinaryTextArray {
+/// PostgreSQL's binary format of a one-dimensional array (`array_send`): the number of dimensions (1, or 0 for an
+/// empty array), the has-nulls flag, the element type's OID, then the length and lower bound 1 of the one
+/// dimension, then per element its byte length (-1 for NULL) and bytes; every integer 4 bytes, big-endian.
+enum PostgresBinaryArray {
     static let textOID: UInt32 = 25
 
-    static func encode(_ elements: [String]) -> [UInt8] {
+    static func encode<Element: PostgresArrayLiteralElement>(_ elements: [Element], elementOID: UInt32) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + $1.utf8.count })
+        out.reserveCapacity(20 + elements.count * 24)
         func int(_ value: UInt32) {
             out.append(contentsOf: [
                 UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF),
             ])
         }
+        func patch(_ value: UInt32, at index: Int) {
+            out[index] = UInt8(value >> 24)
+            out[index + 1] = UInt8(value >> 16 & 0xFF)
+            out[index + 2] = UInt8(value >> 8 & 0xFF)
+            out[index + 3] = UInt8(value & 0xFF)
+        }
         int(elements.isEmpty ? 0 : 1)
+        let flags = out.count
         int(0)
-        int(textOID)
+        int(elementOID)
         if !elements.isEmpty {
             int(UInt32(elements.count))
             int(1)
         }
         for element in elements {
-            int(UInt32(element.utf8.count))
-            out.append(contentsOf: element.utf8)
+            let length = out.count
+            int(0)
+            if element.appendPostgresBinary(to: &out) {
+                patch(UInt32(out.count - length - 4), at: length)
+            } else {
+                patch(UInt32.max, at: length)
+                out[flags + 3] = 1
+            }
         }
         return out
     }
 
-    /// The elements of an array `encode` made (nil for any other bytes): so that errors can be scrubbed of them.
-    static func decode(_ bytes: [UInt8]) -> [[UInt8]]? {
+    /// The element OID and elements (nil for NULL) of an array `encode` made; nil for any other bytes. So that
+    /// errors can be scrubbed of text elements.
+    static func decode(_ bytes: [UInt8]) -> (elementOID: UInt32, elements: [[UInt8]?])? {
         var index = 0
         func int() -> UInt32? {
             guard bytes.count - index >= 4 else { return nil }
             defer { index += 4 }
             return bytes[index..<index + 4].reduce(0) { $0 << 8 | UInt32($1) }
         }
-        guard let dimensions = int(), int() == 0, int() == textOID else { return nil }
-        if dimensions == 0 { return index == bytes.count ? [] : nil }
+        guard let dimensions = int(), let flags = int(), flags <= 1, let oid = int() else { return nil }
+        if dimensions == 0 { return index == bytes.count ? (oid, []) : nil }
         guard dimensions == 1, let count = int(), int() == 1 else { return nil }
-        var elements: [[UInt8]] = []
+        var elements: [[UInt8]?] = []
         for _ in 0..<count {
-            guard let length = int().map(Int.init), bytes.count - index >= length else { return nil }
-            elements.append(Array(bytes[index..<index + length]))
-            index += length
+            guard let length = int() else { return nil }
+            if length == UInt32.max {
+                elements.append(nil)
+                continue
+            }
+            guard bytes.count - index >= Int(length) else { return nil }
+            elements.append(Array(bytes[index..<index + Int(length)]))
+            index += Int(length)
         }
-        return index == bytes.count ? elements : nil
+        return index == bytes.count ? (oid, elements) : nil
     }
 }
 
@@ -440,24 +475,41 @@ extension Int64: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .int8Array }
     public static var postgresElementType: PostgresDataType { .int8 }
     public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.int8Array, .int4Array, .int2Array] }
+    public static var postgresBinaryElementOID: UInt32? { 20 }
+    public func appendPostgresBinary(to out: inout [UInt8]) -> Bool {
+        withUnsafeBytes(of: bigEndian) { out.append(contentsOf: $0) }
+        return true
+    }
 }
 
 extension Int32: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .int4Array }
     public static var postgresElementType: PostgresDataType { .int4 }
     public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.int4Array, .int2Array] }
+    public static var postgresBinaryElementOID: UInt32? { 23 }
+    public func appendPostgresBinary(to out: inout [UInt8]) -> Bool {
+        withUnsafeBytes(of: bigEndian) { out.append(contentsOf: $0) }
+        return true
+    }
 }
 
 extension Int: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .int8Array }
     public static var postgresElementType: PostgresDataType { .int8 }
     public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.int8Array, .int4Array, .int2Array] }
+    public static var postgresBinaryElementOID: UInt32? { 20 }
+    public func appendPostgresBinary(to out: inout [UInt8]) -> Bool { Int64(self).appendPostgresBinary(to: &out) }
 }
 
 extension UUID: PostgresArrayLiteralElement {
     public static var postgresArrayType: PostgresDataType { .uuidArray }
     public static var postgresElementType: PostgresDataType { .uuid }
     public static var postgresAcceptedArrayTypes: [PostgresDataType] { [.uuidArray] }
+    public static var postgresBinaryElementOID: UInt32? { 2950 }
+    public func appendPostgresBinary(to out: inout [UInt8]) -> Bool {
+        withUnsafeBytes(of: uuid) { out.append(contentsOf: $0) }
+        return true
+    }
 }
 
 /// `[Date]` ⇄ `timestamptz[]`, each element as `Date` binds alone (ISO 8601 UTC with microseconds).
@@ -478,6 +530,11 @@ extension Optional: PostgresArrayElement, PostgresArrayLiteralElement where Wrap
     public static var postgresArrayType: PostgresDataType { Wrapped.postgresArrayType }
     public static var postgresElementType: PostgresDataType { Wrapped.postgresElementType }
     public static var postgresAcceptedArrayTypes: [PostgresDataType] { Wrapped.postgresAcceptedArrayTypes }
+    public static var postgresBinaryElementOID: UInt32? { Wrapped.postgresBinaryElementOID }
+    public func appendPostgresBinary(to out: inout [UInt8]) -> Bool {
+        guard let self else { return false }
+        return self.appendPostgresBinary(to: &out)
+    }
 }
 
 /// Parser for one-dimensional array literals in PostgreSQL's text output format.

@@ -172,10 +172,11 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
             guard let bytes = bind.bytes else { continue }
             switch bind.format {
             case .text: redact(bytes)
-            case .binary where bind.type == .textArray:
-                // Each element: a message quotes one value, never a whole array.
-                for element in PostgresBinaryTextArray.decode(bytes) ?? [] { redact(element) }
-            case .binary: continue
+            case .binary:
+                // Each text element of an array: a message quotes one value, never a whole array.
+                guard let array = PostgresBinaryArray.decode(bytes), array.elementOID == PostgresBinaryArray.textOID
+                else { continue }
+                for case let element? in array.elements { redact(element) }
             }
         }
         return text

@@ -74,7 +74,10 @@ struct CodingTests {
         #expect(bind.type == .textArray && bind.format == .text)
         #expect(bind.bytes.map { String(decoding: $0, as: UTF8.self) } == #"{"a","b,c","q\"","s\\","NULL"}"#)
         let ints: [Int64?] = [1, nil, -3]
-        #expect(ints.postgresBind().bytes.map { String(decoding: $0, as: UTF8.self) } == #"{"1",NULL,"-3"}"#)
+        // The literal form stays available (and is what types without a binary form send, e.g. dates).
+        #expect(
+            [Int64?].Element.postgresArrayLiteralBind(ints).bytes.map { String(decoding: $0, as: UTF8.self) }
+                == #"{"1",NULL,"-3"}"#)
         #expect(ints.postgresBind().type == .int8Array)
     }
 
@@ -154,13 +157,47 @@ struct CodingTests {
         #expect([String]().postgresBind().bytes == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25])
         let awkward = ["a", "b,c", "", "q\"", "NULL", "ünï 😀", String(repeating: "x", count: 20_000)]
         let awkwardBytes = try #require(awkward.postgresBind().bytes)
-        let decoded = try #require(PostgresBinaryTextArray.decode(awkwardBytes))
-        #expect(decoded.map { String(decoding: $0, as: UTF8.self) } == awkward)
-        #expect(PostgresBinaryTextArray.decode([0, 0, 0, 1]) == nil)
-        #expect(PostgresBinaryTextArray.decode(header + elements.dropLast()) == nil)
+        let decoded = try #require(PostgresBinaryArray.decode(awkwardBytes))
+        #expect(decoded.elementOID == 25)
+        #expect(decoded.elements.map { String(decoding: $0 ?? [], as: UTF8.self) } == awkward)
+        #expect(PostgresBinaryArray.decode([0, 0, 0, 1]) == nil)
+        #expect(PostgresBinaryArray.decode(header + elements.dropLast()) == nil)
         let scrubbed = PostgresError.scrub(
             "Key (code)=(SECRET-CODE-1) already exists", binds: [["other", "SECRET-CODE-1"].postgresBind()])
         #expect(scrubbed == "Key (code)=(<redacted>) already exists")
+    }
+
+    /// UUIDs, integers and optionals go as binary arrays too (NULL: length -1, and the has-nulls flag set), and
+    /// errors are scrubbed of the text elements of an optional array.
+    @Test func otherArraysAreBinaryWithNulls() throws {
+        let uuid = try #require(UUID(uuidString: "00112233-4455-6677-8899-aabbccddeeff"))
+        let uuids = [uuid].postgresBind()
+        #expect(uuids.type == .uuidArray && uuids.format == .binary)
+        #expect(
+            uuids.bytes
+                == [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x0B, 0x86, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 16]
+                + (0..<16).map { UInt8($0) * 0x11 })
+        let ints = [Int64(-2), 1].postgresBind()
+        #expect(ints.type == .int8Array && ints.format == .binary)
+        #expect(
+            ints.bytes
+                == [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 20, 0, 0, 0, 2, 0, 0, 0, 1]
+                + [0, 0, 0, 8, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1])
+        #expect([Int32(7)].postgresBind().bytes?.suffix(8) == [0, 0, 0, 4, 0, 0, 0, 7])
+        let optional: [String?] = ["a", nil, "SECRET-TOKEN-2"]
+        let bind = optional.postgresBind()
+        #expect(bind.type == .textArray && bind.format == .binary)
+        let bytes = try #require(bind.bytes)
+        #expect(bytes[0..<12] == [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 25])
+        #expect(bytes[20..<29] == [0, 0, 0, 1, 0x61, 0xFF, 0xFF, 0xFF, 0xFF])
+        let decoded = try #require(PostgresBinaryArray.decode(bytes))
+        #expect(decoded.elements == [[0x61], nil, Array("SECRET-TOKEN-2".utf8)])
+        #expect([UUID?]([nil]).postgresBind().bytes?.suffix(4) == [0xFF, 0xFF, 0xFF, 0xFF])
+        // Without nulls the flag stays 0; dates still go as literals.
+        #expect([String?](["x"]).postgresBind().bytes?[7] == 0)
+        #expect([Date()].postgresBind().format == .text)
+        let scrubbed = PostgresError.scrub("token (SECRET-TOKEN-2) is bad", binds: [bind])
+        #expect(scrubbed == "token (<redacted>) is bad")
     }
 
     @Test func errorDescriptionRedactsQuotedFragmentsAndScrubsBinds() {

@@ -6,6 +6,34 @@ import Testing
 extension PostgresIntegrationTests {
     @Suite("Type round trips")
     struct TypeRoundTripTests {
+        /// Every array sent in binary reaches the server element for element, NULLs included, through `unnest`
+        /// as the batched statements use it.
+        @Test func binaryArraysUnnestOnTheServer() async throws {
+            try await TestDatabase.with { config in
+                let pool = PostgresPool(configuration: config, maxConnections: 1)
+                defer { Task { await pool.close() } }
+                let uuids = [UUID(), UUID(), UUID()]
+                let optionalUUIDs: [UUID?] = [nil, uuids[0], nil]
+                let ints: [Int64] = [0, -1, Int64.max, Int64.min]
+                let small: [Int32] = [Int32.min, 0, Int32.max]
+                let texts: [String?] = ["a", nil, "", "q\"uote,{x} NULL", "ünï 😀"]
+                let rows = try await pool.query(
+                    """
+                    SELECT array_agg(u::text ORDER BY o), array_agg(coalesce(ou::text, 'null') ORDER BY o)
+                    FROM unnest(\(uuids)::uuid[], \(optionalUUIDs)::uuid[]) WITH ORDINALITY AS r(u, ou, o)
+                    """)
+                #expect(try rows[0].decode([String].self, at: 0) == uuids.map { $0.uuidString.lowercased() })
+                #expect(
+                    try rows[0].decode([String].self, at: 1)
+                        == optionalUUIDs.map { $0?.uuidString.lowercased() ?? "null" })
+                #expect(try await pool.query("SELECT \(ints)::int8[]").scalar([Int64].self) == ints)
+                #expect(try await pool.query("SELECT \(small)::int4[]").scalar([Int32].self) == small)
+                #expect(try await pool.query("SELECT \(texts)::text[]").scalar([String?].self) == texts)
+                #expect(try await pool.query("SELECT cardinality(\([UUID]())::uuid[])").scalar(Int64.self) == 0)
+                #expect(try await pool.query("SELECT array_position(\(texts)::text[], NULL)").scalar(Int64.self) == 2)
+            }
+        }
+
         @Test func everySupportedTypeRoundTripsThroughATable() async throws {
             try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 2)
