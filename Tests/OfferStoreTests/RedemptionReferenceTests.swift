@@ -18,9 +18,9 @@ struct RedemptionReferenceTests {
         let db: OfferDatabase
         let tenant: UUID
 
-        func count(_ sql: String) async throws -> Int64 {
-            try await db.pool.query(PostgresQuery(unsafeSQL: sql)).scalar(Int64.self) ?? -1
-        }
+        var probe: SQLProbe { SQLProbe(db: db) }
+
+        func count(_ sql: String) async throws -> Int64 { try await probe.count(sql) }
 
         func redemptions() async throws -> Int64 {
             try await count("SELECT count(*) FROM redemptions WHERE tenant_id = '\(tenantLiteral)'")
@@ -29,16 +29,7 @@ struct RedemptionReferenceTests {
         var tenantLiteral: String { tenant.uuidString.lowercased() }
 
         /// Runs `sql` (one statement) and returns the SQLSTATE it failed with, or nil when it succeeded.
-        func failure(_ sql: String) async -> String? {
-            do {
-                _ = try await db.pool.query(PostgresQuery(unsafeSQL: sql))
-                return nil
-            } catch let error as PostgresError {
-                return error.sqlState
-            } catch {
-                return "not a PostgreSQL error: \(error)"
-            }
-        }
+        func failure(_ sql: String) async -> String? { await probe.failure(sql) }
 
         /// A batch of `campaign` whose `decide` writes the given codes, as the gateway's batch path would.
         func redeem(_ campaign: String, _ rows: [(code: String, oneTime: Bool, customer: String)]) async throws {
@@ -162,7 +153,7 @@ struct RedemptionReferenceTests {
                 let removal = Task {
                     await s.failure("DELETE FROM offer_codes WHERE tenant_id = '\(t)' AND code = 'POOLBBB2'")
                 }
-                #expect(try await Self.waitsForALock(s, "DELETE FROM offer_codes"))
+                #expect(try await s.probe.waitsForALock("DELETE FROM offer_codes"))
                 try await holder.query("COMMIT")
                 #expect(await removal.value == "23503")
             }
@@ -182,22 +173,11 @@ struct RedemptionReferenceTests {
                         VALUES ('\(t)', gen_random_uuid(), 'pool', 'POOLCCC3', true, 'c4')
                         """)
                 }
-                #expect(try await Self.waitsForALock(s, "INSERT INTO redemptions"))
+                #expect(try await s.probe.waitsForALock("INSERT INTO redemptions"))
                 try await remover.query("COMMIT")
                 #expect(await redemption.value == "23503")
             }
             #expect(try await s.count("SELECT count(*) FROM redemptions WHERE code = 'POOLCCC3'") == 0)
-        }
-    }
-
-    /// Whether a backend running a statement that starts with `prefix` comes to wait for a lock.
-    static func waitsForALock(_ s: Seeded, _ prefix: String) async throws -> Bool {
-        try await eventually {
-            try await s.count(
-                """
-                SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '\(prefix)%'
-                """) > 0
         }
     }
 }

@@ -18,21 +18,12 @@ struct SignatureKeyReferenceTests {
 
         var t: String { tenant.uuidString.lowercased() }
 
-        func count(_ sql: String) async throws -> Int64 {
-            try await db.pool.query(PostgresQuery(unsafeSQL: sql)).scalar(Int64.self) ?? -1
-        }
+        var probe: SQLProbe { SQLProbe(db: db) }
+
+        func count(_ sql: String) async throws -> Int64 { try await probe.count(sql) }
 
         /// Runs `sql` (one statement) and returns the SQLSTATE it failed with, or nil when it succeeded.
-        func failure(_ sql: String) async -> String? {
-            do {
-                _ = try await db.pool.query(PostgresQuery(unsafeSQL: sql))
-                return nil
-            } catch let error as PostgresError {
-                return error.sqlState
-            } catch {
-                return "not a PostgreSQL error: \(error)"
-            }
-        }
+        func failure(_ sql: String) async -> String? { await probe.failure(sql) }
 
         func signature(_ customer: String, key: String) -> IssuedSignature {
             IssuedSignature(
@@ -149,7 +140,7 @@ struct SignatureKeyReferenceTests {
                 let removal = Task {
                     await s.failure("DELETE FROM signing_keys WHERE tenant_id = '\(t)' AND key_id = 'K2'")
                 }
-                #expect(try await Self.waitsForALock(s, "DELETE FROM signing_keys"))
+                #expect(try await s.probe.waitsForALock("DELETE FROM signing_keys"))
                 try await holder.query("COMMIT")
                 #expect(await removal.value == "23503")
             }
@@ -165,23 +156,12 @@ struct SignatureKeyReferenceTests {
                 try await remover.query(
                     PostgresQuery(unsafeSQL: "DELETE FROM signing_keys WHERE tenant_id = '\(t)' AND key_id = 'K4'"))
                 let signature = Task { await s.failure(insert("K4")) }
-                #expect(try await Self.waitsForALock(s, "INSERT INTO issued_signatures"))
+                #expect(try await s.probe.waitsForALock("INSERT INTO issued_signatures"))
                 try await remover.query("COMMIT")
                 #expect(await signature.value == "23503")
             }
             let n0 = try await s.count("SELECT count(*) FROM issued_signatures WHERE key_id = 'K4'")
             #expect(n0 == 0)
-        }
-    }
-
-    /// Whether a backend running a statement that starts with `prefix` comes to wait for a lock.
-    static func waitsForALock(_ s: Seeded, _ prefix: String) async throws -> Bool {
-        try await eventually {
-            try await s.count(
-                """
-                SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '\(prefix)%'
-                """) > 0
         }
     }
 }
