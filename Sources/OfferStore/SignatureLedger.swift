@@ -45,14 +45,17 @@ public struct SignatureLedger: Sendable {
 
     /// Records signatures and Retention Messaging answers (of any tenants) in one statement and one commit: the
     /// group commit of `offers.sign`, so the ledger costs one fsync per batch instead of one per signature, and an
-    /// answer's record rides with the signatures committing next instead of costing a commit of its own.
+    /// answer's record rides with the signatures committing next instead of costing a commit of its own. `reply` is
+    /// told on the database connection's queue, right after the commit (no task: the gateway's group commit answers
+    /// its callers from there).
     public func recordBatch(
         _ rows: [(tenant: UUID, signature: IssuedSignature)],
-        retentionAnswers answers: [(tenant: UUID, answer: RetentionAnswerRecord)]
-    ) async throws(StoreError) {
+        retentionAnswers answers: [(tenant: UUID, answer: RetentionAnswerRecord)],
+        reply: @escaping @Sendable (Result<Void, StoreError>) -> Void
+    ) {
         let query: PostgresQuery
         switch (rows.isEmpty, answers.isEmpty) {
-        case (true, true): return
+        case (true, true): return reply(.success(()))
         case (false, true): query = Self.insert(rows)
         case (true, false): query = RetentionRepository.insertAnswers(answers)
         case (false, false):
@@ -61,7 +64,19 @@ public struct SignatureLedger: Sendable {
                 SELECT 1
                 """
         }
-        try await storeCall { try await pool.query(query, prepared: true) }
+        pool.query(query, prepared: true) { result in
+            reply(result.map { _ in () }.mapError { StoreError.wrap($0) })
+        }
+    }
+
+    /// `recordBatch(_:retentionAnswers:reply:)`, awaited.
+    public func recordBatch(
+        _ rows: [(tenant: UUID, signature: IssuedSignature)],
+        retentionAnswers answers: [(tenant: UUID, answer: RetentionAnswerRecord)]
+    ) async throws(StoreError) {
+        try await withCheckedContinuation { continuation in
+            recordBatch(rows, retentionAnswers: answers) { continuation.resume(returning: $0) }
+        }.get()
     }
 
     /// The INSERT of `rows` into the ledger (one statement, whatever their number).

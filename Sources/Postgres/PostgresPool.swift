@@ -112,13 +112,32 @@ public final class PostgresPool: Sendable {
         _ queries: [PostgresQuery], prepared: Bool = false,
         reply: @escaping @Sendable (Result<[Result<PostgresRows, PostgresError>], PostgresError>) -> Void
     ) {
+        onLeasedConnection(reply: reply) { try $0.runPipeline(queries, prepared: prepared) }
+    }
+
+    /// `query` without a task, like `pipeline(_:prepared:reply:)`: `reply` gets the rows on the connection's own
+    /// queue, right after the round trip (a group commit's statement, answered by the thread that committed it).
+    /// Not cancellable; `acquireTimeout` still holds.
+    public func query(
+        _ query: PostgresQuery, prepared: Bool = false,
+        reply: @escaping @Sendable (Result<PostgresRows, PostgresError>) -> Void
+    ) {
+        onLeasedConnection(reply: reply) { try $0.runQuery(query, prepared: prepared) }
+    }
+
+    /// Leases a connection without a task, runs `work` on its queue (liveness check and reuse check included, as
+    /// `pooled`), gives it back, then calls `reply` there.
+    private func onLeasedConnection<T>(
+        reply: @escaping @Sendable (Result<T, PostgresError>) -> Void,
+        _ work: @escaping @Sendable (isolated PostgresConnection) throws -> T
+    ) {
         acquire { leased in
             switch leased {
             case .failure(let error):
                 reply(.failure(PostgresConnection.asPostgresError(error)))
             case .success((let id, let connection)):
                 connection.onQueue { connection in
-                    let outcome = connection.pooledNow { try $0.runPipeline(queries, prepared: prepared) }
+                    let outcome = connection.pooledNow(work)
                     self.release(id, reusable: outcome.reusable)
                     reply(outcome.result)
                 }

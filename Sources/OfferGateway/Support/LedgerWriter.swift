@@ -26,7 +26,7 @@ enum LedgerEntry: Sendable {
 
 extension GroupCommitWriter where Row == LedgerEntry {
     convenience init(ledger: SignatureLedger) {
-        self.init(maxInFlight: 2) { entries in
+        self.init(maxInFlight: 2) { entries, committed in
             var signatures: [(tenant: UUID, signature: IssuedSignature)] = []
             var answers: [(tenant: UUID, answer: RetentionAnswerRecord)] = []
             for entry in entries {
@@ -35,7 +35,7 @@ extension GroupCommitWriter where Row == LedgerEntry {
                 case .retentionAnswer(let row): answers.append((row.tenant, row.answer))
                 }
             }
-            try await ledger.recordBatch(signatures, retentionAnswers: answers)
+            ledger.recordBatch(signatures, retentionAnswers: answers) { committed($0.mapError { $0 }) }
         }
     }
 
@@ -56,10 +56,17 @@ extension GroupCommitWriter where Row == LedgerEntry {
 /// Writes rows with group commit (the ledger, the retention answers): rows that arrive while every slot is
 /// committing form the next batch, committed by one call of `commit`.
 ///
-/// A long-running part with one `run()` (started and stopped by `GatewayService`): batches are committed by child
-/// tasks of `run`, which returns once `finish()` was called and every batch handed to it is committed. A row
-/// written after `finish()` fails as unavailable (retryable) instead of waiting for a writer that is gone.
+/// No task carries a batch (decision 011): a batch that can start starts on the thread that formed it, `commit`
+/// tells its outcome on the thread that finished the commit (a database connection's queue), and that thread
+/// starts the next batch and tells the batch's callers. `run()` only marks the writer's life for `GatewayService`:
+/// it returns once `finish()` was called and every batch formed is committed. A row written after `finish()` fails
+/// as unavailable (retryable) instead of waiting for a writer that is gone.
 final class GroupCommitWriter<Row: Sendable>: Sendable {
+    /// Commits one batch and tells `committed` once, from any thread.
+    typealias Commit =
+        @Sendable (_ rows: [Row], _ committed: @escaping @Sendable (Result<Void, any Error>) -> Void)
+        -> Void
+
     private struct Pending: Sendable {
         let row: Row
         /// Told once the row's batch committed, or what went wrong.
@@ -69,17 +76,20 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     private struct State {
         var batcher: GroupCommitBatcher<Pending>
         var finished = false
+
+        var drained: Bool { finished && batcher.phase == .idle && batcher.queue.isEmpty }
     }
 
-    private let commitRows: @Sendable ([Row]) async throws -> Void
+    private let commitRows: Commit
     private let state: Mutex<State>
-    private let batches: AsyncStream<[Pending]>
-    private let batchesIn: AsyncStream<[Pending]>.Continuation
+    /// Finished once the writer is finished and drained (what `run()` waits for); it never yields.
+    private let drained: AsyncStream<Never>
+    private let drainedIn: AsyncStream<Never>.Continuation
 
-    init(maxBatchSize: Int = 1_024, maxInFlight: Int = 4, commit: @escaping @Sendable ([Row]) async throws -> Void) {
+    init(maxBatchSize: Int = 1_024, maxInFlight: Int = 4, commit: @escaping Commit) {
         self.commitRows = commit
         self.state = Mutex(State(batcher: GroupCommitBatcher(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight)))
-        (batches, batchesIn) = AsyncStream.makeStream(of: [Pending].self)
+        (drained, drainedIn) = AsyncStream.makeStream(of: Never.self)
     }
 
     /// Returns once the row is committed (or throws what the database said).
@@ -104,43 +114,29 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
         hand(action)
     }
 
-    /// Commits the batches handed to it, at most `maxInFlight` at once, until `finish()` and the last batch.
+    /// Returns once `finish()` was called and the last batch formed before it is committed.
     func run() async {
-        await withDiscardingTaskGroup { group in
-            for await batch in batches {
-                group.addTask { await self.commit(batch) }
-            }
-        }
+        for await _ in drained {}
     }
 
-    /// No new signatures; `run` returns once the batches already formed are committed.
+    /// No new rows; `run` returns once the batches already formed are committed.
     func finish() {
-        let idle = state.withLock { state -> Bool in
+        let drained = state.withLock { state -> Bool in
             state.finished = true
-            return state.batcher.phase == .idle && state.batcher.queue.isEmpty
+            return state.drained
         }
-        if idle { batchesIn.finish() }
-    }
-
-    private func commit(_ batch: [Pending]) async {
-        do {
-            try await commitRows(batch.map(\.row))
-            for pending in batch { pending.done(.success(())) }
-        } catch {
-            for pending in batch { pending.done(.failure(error)) }
-        }
-        let (next, drained) = state.withLock { state in
-            let next = state.batcher.batchFinished()
-            return (next, state.finished && state.batcher.phase == .idle && state.batcher.queue.isEmpty)
-        }
-        hand(next)
-        if drained { batchesIn.finish() }
+        if drained { drainedIn.finish() }
     }
 
     private func hand(_ action: GroupCommitBatcher<Pending>.Action) {
         guard case .commit(let batch) = action else { return }
-        if case .terminated = batchesIn.yield(batch) {
-            for pending in batch { pending.done(.failure(Self.stopped)) }
+        commitRows(batch.map(\.row)) { result in
+            // The slot is free: the next batch starts before this one's callers are told, so the database works on
+            // it meanwhile.
+            let next = self.state.withLock { $0.batcher.batchFinished() }
+            self.hand(next)
+            for pending in batch { pending.done(result) }
+            if self.state.withLock({ $0.drained }) { self.drainedIn.finish() }
         }
     }
 
