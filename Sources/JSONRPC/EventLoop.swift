@@ -109,12 +109,15 @@ final class EventLoop: @unchecked Sendable {
 
     /// The loop used by clients in this process.
     static let shared: EventLoop? = {
-        let loop = try? EventLoop(name: "jsonrpc-client-loop")
+        let loop = try? EventLoop(name: "rpc-client-loop")
         loop?.start()
         return loop
     }()
 
+    /// `name` names the loop thread in `top -H`, `perf` and /proc: at most 15 bytes, Linux's limit (a longer name is
+    /// refused, and the thread keeps its creator's).
     init(name: String) throws(JSONRPCError) {
+        precondition(name.utf8.count <= 15, "a thread name is at most 15 bytes on Linux")
         threadName = name
         let fd = Epoll.create()
         guard fd >= 0 else { throw SocketAddress.systemError("epoll_create1(2)") }
@@ -137,7 +140,11 @@ final class EventLoop: @unchecked Sendable {
     func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         signal(SIGPIPE, SIG_IGN)
-        let thread = Thread { [self] in self.run() }
+        let thread = Thread { [self] in
+            // Foundation's `Thread.name` is not the kernel's on Linux: named here, the loop shows in `top -H`/`perf`.
+            _ = offergate_name_this_thread(threadName)
+            self.run()
+        }
         thread.name = threadName
         thread.stackSize = 1 << 20
         thread.start()

@@ -39,7 +39,7 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
     {
         self.handler = handler
         self.configuration = configuration
-        self.loop = try EventLoop(name: "jsonrpc-server-loop")
+        self.loop = try EventLoop(name: "rpc-server-loop")
     }
 
     /// Number of open socket connections.

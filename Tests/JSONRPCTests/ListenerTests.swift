@@ -55,6 +55,23 @@ import Testing
         #expect(throws: JSONRPCError.self) { try server.listen(.tcp(host: "127.0.0.1", port: 0)) }
     }
 
+    /// Operators and profiles find the loops by name (`top -H`, `perf`, ops/perf/threads.py): the kernel's name of
+    /// each loop thread, not only Foundation's.
+    @Test func loopThreadsCarryTheirNamesInTheKernel() async throws {
+        let server = try RPCServer(handler: TestHandler())
+        let bound = try server.listen(.tcp(host: "127.0.0.1", port: 0))
+        let client = try await RPCClient.connect(to: bound)
+        #expect(try await client.call(method: "echo", params: [1]) == [1])
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
+        let names = Set(
+            tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        #expect(names.contains("rpc-server-loop"), "\(names.sorted())")
+        #expect(names.contains("rpc-client-loop"), "\(names.sorted())")
+        client.close()
+        await server.shutdown(gracePeriod: .milliseconds(10))
+    }
+
     @Test func stdioShutdownFlushesInFlightResponses() async throws {
         var toServer: [Int32] = [0, 0]
         var fromServer: [Int32] = [0, 0]
