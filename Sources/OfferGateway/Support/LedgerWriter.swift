@@ -133,10 +133,11 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
         commitRows(batch.map(\.row)) { result in
             // The slot is free: the next batch starts before this one's callers are told, so the database works on
             // it meanwhile.
-            let next = self.state.withLock { $0.batcher.batchFinished() }
+            let (next, drained) = self.state.withLock { state in (state.batcher.batchFinished(), state.drained) }
             self.hand(next)
             for pending in batch { pending.done(result) }
-            if self.state.withLock({ $0.drained }) { self.drainedIn.finish() }
+            // After finish() no row joins, so the state read with the slot's release still holds.
+            if drained { self.drainedIn.finish() }
         }
     }
 
