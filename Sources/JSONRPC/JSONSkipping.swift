@@ -89,6 +89,45 @@ extension JSONParser {
     }
 }
 
+extension JSONParser {
+    /// Where a `result` starting at `start` ends when it is the line's last member (`idKnown`: `…}` at the end), or
+    /// followed only by `,"id":<integer>}` (then that integer). Whitespace is allowed only where a compact writer
+    /// puts none: around the closing brace. nil for any other ending (the caller then steps over the value).
+    func trailingMembers(after start: Int, idKnown: Bool) -> (resultEnd: Int, id: Int64?)? {
+        var end = buffer.count
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 }
+        while end > start, isSpace(buffer[end - 1]) { end -= 1 }
+        guard end > start, buffer[end - 1] == UInt8(ascii: "}") else { return nil }
+        end -= 1
+        if idKnown {
+            var resultEnd = end
+            while resultEnd > start, isSpace(buffer[resultEnd - 1]) { resultEnd -= 1 }
+            return resultEnd > start ? (resultEnd, nil) : nil
+        }
+        // Digits, an optional minus, then `,"id":` reading backwards.
+        var digitsStart = end
+        while digitsStart > start, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(buffer[digitsStart - 1]) {
+            digitsStart -= 1
+        }
+        let digits = end - digitsStart
+        guard digits > 0, digits <= 18 else { return nil }
+        var negative = false
+        var memberStart = digitsStart
+        if memberStart > start, buffer[memberStart - 1] == UInt8(ascii: "-") {
+            negative = true
+            memberStart -= 1
+        }
+        // No leading zeros: JSON has none, and "-0" or "007" are left to the full scan.
+        guard digits == 1 || buffer[digitsStart] != UInt8(ascii: "0") else { return nil }
+        let key = Array(#","id":"#.utf8)
+        guard memberStart - key.count > start else { return nil }
+        for (offset, byte) in key.enumerated() where buffer[memberStart - key.count + offset] != byte { return nil }
+        var value: Int64 = 0
+        for i in digitsStart..<end { value = value * 10 + Int64(buffer[i] - UInt8(ascii: "0")) }
+        return (memberStart - key.count, negative ? -value : value)
+    }
+}
+
 /// A JSON-RPC response line read as far as matching it needs: its integer `id`, its `error` (parsed: it is small),
 /// and where its `result` lies (checked as JSON, not built). `nil` for anything else (a request, a batch, a string
 /// id, an invalid envelope): the caller then parses the whole line as before.
@@ -102,10 +141,11 @@ struct ResponseEnvelope {
         case error(RPCError)
     }
 
-    static func scan(_ frame: [UInt8], maxDepth: Int) -> ResponseEnvelope? {
+    /// `checkingResult` false: see ``JSONParser/scanResponse(checkingResult:)``.
+    static func scan(_ frame: [UInt8], maxDepth: Int, checkingResult: Bool = true) -> ResponseEnvelope? {
         frame.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(buffer: buffer, maxDepth: min(max(maxDepth, 1), JSONParsing.maxDepthCap))
-            return try? parser.scanResponse()
+            return try? parser.scanResponse(checkingResult: checkingResult)
         }
     }
 }
@@ -113,7 +153,11 @@ struct ResponseEnvelope {
 extension JSONParser {
     /// The envelope of a response object (see `ResponseEnvelope`); nil when the line is not one whose members are
     /// exactly what `RPCResponse(json:)` accepts with an integer id. Throws on invalid JSON.
-    mutating func scanResponse() throws(JSONRPCError) -> ResponseEnvelope? {
+    ///
+    /// `checkingResult` false: a `result` that is the line's last member, or that is followed by nothing but a last
+    /// `"id"` member with an integer, is located from the line's end instead of stepped over, so its bytes are not
+    /// checked here (parsing them later still checks them).
+    mutating func scanResponse(checkingResult: Bool = true) throws(JSONRPCError) -> ResponseEnvelope? {
         skipWhitespace()
         guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
         try enter()
@@ -143,6 +187,12 @@ extension JSONParser {
             case "result":
                 guard result == nil else { return nil }
                 let start = index
+                if !checkingResult, version == .string("2.0"), error == nil, others.isEmpty,
+                    let tail = trailingMembers(after: start, idKnown: id != nil)
+                {
+                    guard let intID = tail.id ?? id?.int64Value else { return nil }
+                    return ResponseEnvelope(id: intID, outcome: .result(start..<tail.resultEnd))
+                }
                 try skipValue()
                 result = start..<index
             default:

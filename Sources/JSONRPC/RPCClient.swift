@@ -12,6 +12,12 @@ public struct RPCClientConfiguration: Sendable {
     public var maxFrameBytes: Int = 64 << 20
     /// Nesting limit when parsing incoming frames (default 512).
     public var maxNestingDepth: Int = 512
+    /// Whether a response's `result` is checked for syntax before its call is resolved (default true). False, for a
+    /// load generator that only counts most answers: a result laid out as this gateway writes it (the last member
+    /// but for an integer `id`) is located from the line's end and not read, so a result handed over unparsed
+    /// (``RPCClient/sendForRawResult(method:params:timeout:_:)``) is checked only when parsed
+    /// (``RPCRawResult/value(maxDepth:)``). Results parsed for their caller are checked either way.
+    public var checksUnreadResults: Bool = true
     public init() {}
 }
 
@@ -402,7 +408,8 @@ public final class RPCClient: Sendable {
 
     func received(_ frame: [UInt8]) {
         // Most lines answer a call: read the envelope, parse only the result a waiter wants built.
-        if let envelope = ResponseEnvelope.scan(frame, maxDepth: configuration.maxNestingDepth),
+        if let envelope = ResponseEnvelope.scan(
+            frame, maxDepth: configuration.maxNestingDepth, checkingResult: configuration.checksUnreadResults),
             resolve(envelope, in: frame)
         {
             return
@@ -540,7 +547,8 @@ final class ClientConnection: ChannelHandler {
 }
 
 /// A call's `result` as it arrived: the bytes of one JSON value, checked for syntax (escapes, UTF-8, nesting) but not
-/// built, and not yet checked for duplicate keys, which ``value(maxDepth:)`` rejects as every parse does.
+/// built, and not yet checked for duplicate keys, which ``value(maxDepth:)`` rejects as every parse does. With
+/// ``RPCClientConfiguration/checksUnreadResults`` false, not checked at all until ``value(maxDepth:)``.
 public struct RPCRawResult: Sendable {
     let frame: [UInt8]
     let range: Range<Int>

@@ -107,6 +107,74 @@ import Testing
         }
     }
 
+    /// Not checking unread results: a result laid out as the gateway writes it, or before nothing but the closing
+    /// brace once the id is known, is located from the line's end; any other layout is stepped over as before.
+    @Test func unreadResultsAreLocatedFromTheLinesEnd() throws {
+        let result: JSONValue = ["offers": [["copy": "7 days free, then $19.99/year", "n": 1]], "id": 3, "e": "é"]
+        let body = JSONSerializer.serialize(result)
+        for (prefix, suffix, id) in [
+            (#"{"jsonrpc":"2.0","result":"#, #","id":42}"#, Int64(42)),
+            (#"{"jsonrpc":"2.0","result":"#, #","id":-7} "#, -7),
+            (#"{"jsonrpc":"2.0","id":9,"result":"#, "}\n", 9),
+            (#"{"id":0,"jsonrpc":"2.0","result":"#, " } ", 0),
+            // Other layouts: stepped over (checked) as before.
+            (#"{"jsonrpc":"2.0","result":"#, #","id":42 }"#, 42),
+            (#"{"result":"#, #","jsonrpc":"2.0","id":5}"#, 5),
+        ] {
+            let line = Array(prefix.utf8) + body + Array(suffix.utf8)
+            let envelope = try #require(ResponseEnvelope.scan(line, maxDepth: 64, checkingResult: false), "\(prefix)")
+            #expect(envelope.id == id)
+            guard case .result(let range) = envelope.outcome else {
+                Issue.record("expected a result, got \(envelope.outcome)")
+                continue
+            }
+            #expect(try JSONParsing.parse(line[range]) == result, "\(prefix)")
+        }
+        // A result that is not one value is located, not checked: it fails only when parsed.
+        let bad = Array(#"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":1}"#.utf8)
+        let located = try #require(ResponseEnvelope.scan(bad, maxDepth: 64, checkingResult: false))
+        guard case .result(let range) = located.outcome else {
+            Issue.record("expected a result, got \(located.outcome)")
+            return
+        }
+        #expect(throws: JSONRPCError.self) { try JSONParsing.parse(bad[range]) }
+        // Not responses, string ids, errors and empty results: as when checking.
+        for other in [
+            #"{"jsonrpc":"2.0","method":"progress","params":{}}"#, #"{"jsonrpc":"2.0","result":1,"id":"a"}"#,
+            #"{"jsonrpc":"2.0","result":,"id":1}"#, #"{"jsonrpc":"2.0","id":1,"result":}"#,
+            #"{"jsonrpc":"2.0","result":1,"id":007}"#, #"{"jsonrpc":"1.0","result":1,"id":1}"#,
+            #"{"jsonrpc":"2.0","id":"x","result":1}"#,
+        ] {
+            #expect(
+                ResponseEnvelope.scan(Array(other.utf8), maxDepth: 64, checkingResult: false)?.id == nil, "\(other)")
+        }
+        let error = Array(#"{"jsonrpc":"2.0","error":{"code":-32050,"message":"Unavailable"},"id":7}"#.utf8)
+        let failed = try #require(ResponseEnvelope.scan(error, maxDepth: 64, checkingResult: false))
+        guard case .error(let rpcError) = failed.outcome else {
+            Issue.record("expected an error, got \(failed.outcome)")
+            return
+        }
+        #expect(failed.id == 7 && rpcError.code == -32050)
+    }
+
+    @Test func unreadResultsOverARealConnection() async throws {
+        try await withServer(.unix) { _, address in
+            var configuration = RPCClientConfiguration()
+            configuration.checksUnreadResults = false
+            let client = try await RPCClient.connect(to: address, configuration: configuration)
+            defer { client.close() }
+            let params: JSONValue = ["copy": "7 days free, then $19.99/year", "list": [1, 2, ["x": nil]], "id": 12]
+            #expect(try await Self.rawCall(client, "echo", params).get().value() == params)
+            #expect(try await client.call(method: "echo", params: params) == params)
+            let failed = await Self.rawCall(client, "fail", nil)
+            if case .failure(let error as RPCError) = failed {
+                #expect(error.code == -32050)
+            } else {
+                Issue.record("expected the error response, got \(failed)")
+            }
+        }
+    }
+
     @Test func rawResultsOverARealConnection() async throws {
         try await withServer(.unix) { _, address in
             let client = try await RPCClient.connect(to: address)
