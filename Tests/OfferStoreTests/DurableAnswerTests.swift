@@ -77,13 +77,17 @@ struct DurableAnswerTests {
             #expect(try await db.appleData.ingest(tenant: tenant, first).duplicateNotification)
             #expect(try await db.funnel.record(tenant: tenant, [event]) == 0)
 
+            // The probe that tells when commits wait: each INSERT writes WAL (a `CREATE TABLE IF NOT EXISTS` writes
+            // none once the table exists, so a first one that beat the reload left every later probe waiting for
+            // nothing).
+            _ = try await storeCall { try await db.pool.query("CREATE TABLE warm (n int)") }
             try await SynchronousStandby.require("nosuch_standby", admin: admin)
             do {
                 // The reload reaches the checkpointer (which decides whether commits wait) a moment later: wait
                 // until a write's commit waits.
                 let inEffect = await eventually(timeout: .seconds(30)) {
                     await Self.waitedForTheStandby(observer) {
-                        _ = try await storeCall { try await db.pool.query("CREATE TABLE IF NOT EXISTS warm (n int)") }
+                        _ = try await storeCall { try await db.pool.query("INSERT INTO warm VALUES (1)") }
                     }
                 }
                 #expect(inEffect, "a standby was required, yet commits did not wait for it")
