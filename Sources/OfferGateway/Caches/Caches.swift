@@ -17,10 +17,13 @@ struct CustomerKey: Hashable, Sendable {
 }
 
 /// Everything stored about one customer (recorded transactions and Apple's verified data) as loaded at one time.
-/// A reference: whoever holds one can tell a reload (a new snapshot) from the same data (`===`), which is how
-/// `DecisionMemo` knows a decision's inputs are current.
+/// A reference: whoever holds one can tell a reload (a new snapshot) from the same data (`===`), and whether it is
+/// still the one `CustomerCache` keeps (`residency`), which is how `DecisionMemo` knows a decision's inputs are
+/// current.
 final class TransactionsSnapshot: Sendable {
     let records: CustomerRecords
+    /// Whether `CustomerCache` keeps this very snapshot now.
+    let residency = Residency()
     /// The last history derived from these records, once a second one was asked for (see ``derived(over:at:)``).
     private let lastDerived = Mutex(Derivations.none)
 
@@ -106,7 +109,7 @@ final class CustomerCache: Sendable {
 
     init(repository: CustomerRecordsRepository, capacity: Int) {
         self.loader = CustomerRecordsLoader(repository: repository)
-        self.cache = KeyedCache(capacity: max(capacity, 1))
+        self.cache = KeyedCache(capacity: max(capacity, 1), residency: { $0.residency })
     }
 
     func snapshot(_ tenant: UUID, _ customerId: String) async throws -> TransactionsSnapshot {
@@ -145,6 +148,8 @@ final class CustomerCache: Sendable {
 /// itself like a catalog change, so a snapshot's settings are as current as its catalog).
 final class CatalogSnapshot: Sendable {
     let ranked: RankedCatalog
+    /// Whether `CatalogCache` keeps this very snapshot now.
+    let residency = Residency()
     /// The tenant as stored when the catalog was loaded (nil only for a tenant that does not exist).
     let tenant: TenantRecord?
     var catalog: Catalog { ranked.catalog }
@@ -164,7 +169,7 @@ final class CatalogSnapshot: Sendable {
 final class CatalogCache: Sendable {
     private let repository: CatalogRepository
     private let tenants: TenantRepository
-    private let cache = TenantCache<CatalogSnapshot>()
+    private let cache = TenantCache<CatalogSnapshot>(residency: { $0.residency })
     var lookupCount: CacheLookupCount { cache.lookupCount("catalogs") }
     func recordHit() { cache.recordHit() }
 

@@ -7,17 +7,24 @@ import OfferDomain
 /// the same from the instant it was made until the next instant any rule looks at (``DecisionHorizon``). So an
 /// answer made at `madeAt` is exact for every request with `madeAt <= at < until` over the same inputs. "The same
 /// inputs" is identity: an answer keeps the catalog and transaction snapshots it was computed from, and is used
-/// only while the caches still hold those very snapshots. Any change to the catalog or to the customer's
-/// transactions (here, or NOTIFYed by another process) replaces the snapshot, so remembered answers over the old
-/// one are never served again. Bounded: the oldest answers are dropped first.
+/// only while the caches still hold those very snapshots (their ``Residency``: one atomic load each, no lookup).
+/// Any change to the catalog or to the customer's transactions (here, or NOTIFYed by another process) replaces or
+/// drops the snapshot, so remembered answers over the old one are never served again. Bounded: the oldest answers
+/// are dropped first.
 final class DecisionMemo: Sendable {
+    /// A question as its params spelled it, not normalised: a remembered answer is found before any param is
+    /// checked or looked up in the catalog. That is sound because an answer is only remembered once its params
+    /// passed every check, the checks of the same strings against the same catalog pass the same way, and the
+    /// catalog is still the one it was made over (its residency). Spellings of one question (`en-US`, `en_US`) are
+    /// remembered apart.
     struct Key: Hashable, Sendable {
         let tenant: UUID
         let customerId: String
-        let scope: BestOffer.Scope
-        let locale: String
+        let productId: String?
+        let groupId: String?
+        let locale: String?
         /// The billing plan asked for (nil: every offer considered): answers for different plans differ.
-        let billingPlan: BillingPlan?
+        let billingPlan: String?
     }
 
     struct Answer: Sendable {
@@ -41,14 +48,13 @@ final class DecisionMemo: Sendable {
         self.isEnabled = capacity > 0
     }
 
-    /// The remembered answer for `key` at `at`, if one was made over exactly these snapshots and still holds.
-    /// `countMiss: false` for a look that will be repeated on a miss (the at-once path): one miss counted, not two.
-    func answer(
-        _ key: Key, catalog: CatalogSnapshot, transactions: TransactionsSnapshot, at: Date, countMiss: Bool = true
-    ) -> BestOfferAnswer? {
+    /// The remembered answer for `key` at `at`, if the snapshots it was made over are still the caches' current
+    /// ones and it still holds at `at`. `countMiss: false` for a look that will be repeated on a miss (the at-once
+    /// path): one miss counted, not two.
+    func answer(_ key: Key, at: Date, countMiss: Bool = true) -> BestOfferAnswer? {
         guard isEnabled else { return nil }
-        guard let answer = answers.cached(key), answer.catalog === catalog,
-            answer.transactions === transactions,
+        guard let answer = answers.cached(key), answer.catalog.residency.isResident,
+            answer.transactions.residency.isResident,
             answer.madeAt <= at, answer.until.map({ at < $0 }) ?? true
         else {
             if countMiss { answers.recordMiss() }
@@ -57,6 +63,8 @@ final class DecisionMemo: Sendable {
         answers.recordHit()
         return answer.response
     }
+
+    func recordMiss() { answers.recordMiss() }
 
     /// Remembers an answer made at `madeAt` over these snapshots, exact until `until` (the horizon of the history
     /// it was decided from, ``DerivedHistory``).

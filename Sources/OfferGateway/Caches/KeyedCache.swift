@@ -14,6 +14,10 @@ struct CacheLookupCount: Sendable {
 /// Loads are shared: callers that miss the same key while its load is in flight wait for that one load instead of
 /// starting their own (no herd of identical queries after a restart or an invalidation). With a capacity, the
 /// oldest entries are dropped first once it is reached.
+///
+/// With `residency`, the cache says of every value when it becomes the one kept for its key and when it stops being
+/// it (replaced, invalidated, dropped for capacity or by `invalidateAll`), under its lock, so a value can carry
+/// whether it is the cache's current one (``Residency``) and be checked without a lookup.
 final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Receives a lookup's outcome, once, on whichever thread has it.
     typealias Reply = @Sendable (Result<Value, any Error>) -> Void
@@ -42,12 +46,15 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let capacity: Int?
+    /// The residency flag of a value, for caches of values that carry one.
+    private let residency: (@Sendable (Value) -> Residency)?
     /// Lookups answered from memory and loads, for the metrics (`offergate_cache_hits_total`/`_misses_total`).
     let hits = Atomic<Int>(0)
     let misses = Atomic<Int>(0)
 
-    init(capacity: Int? = nil) {
+    init(capacity: Int? = nil, residency: (@Sendable (Value) -> Residency)? = nil) {
         self.capacity = capacity
+        self.residency = residency
     }
 
     /// The cached value, or the result of `load` (shared with concurrent callers of the same key). The load runs on
@@ -111,10 +118,13 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
 
     private func store(_ s: inout State, _ key: Key, _ value: Value) {
-        guard s.values.updateValue(value, forKey: key) == nil, let capacity else { return }
+        let replaced = s.values.updateValue(value, forKey: key)
+        left(replaced)
+        residency?(value).enter()
+        guard replaced == nil, let capacity else { return }
         s.order.append(key)
         while s.values.count > capacity, s.orderStart < s.order.count {
-            s.values[s.order[s.orderStart]] = nil
+            left(s.values.removeValue(forKey: s.order[s.orderStart]))
             s.orderStart += 1
         }
         if s.orderStart > 4_096 && s.orderStart * 2 > s.order.count {
@@ -123,9 +133,14 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// A value no longer kept (nil: there was none).
+    private func left(_ value: Value?) {
+        if let value, let residency { residency(value).leave() }
+    }
+
     func invalidate(_ key: Key) {
         state.withLock { s in
-            s.values[key] = nil
+            left(s.values.removeValue(forKey: key))
             s.flights[key] = nil
         }
     }
@@ -134,6 +149,9 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// either, until the next `invalidateAll()` (with `keepingNew` true) drops what was in flight again and resumes.
     func invalidateAll(keepingNew: Bool = true) {
         state.withLock { s in
+            if residency != nil {
+                for value in s.values.values { left(value) }
+            }
             s.values.removeAll()
             s.flights.removeAll()
             s.order.removeAll()
@@ -165,4 +183,17 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             if s.keeping { store(&s, key, value) }
         }
     }
+}
+
+/// Whether a value is the one its `KeyedCache` keeps for its key now: set when the cache keeps it, cleared when the
+/// cache stops keeping it, whatever the reason. A value made once and never kept is not resident. What was derived
+/// from a value that is still resident was derived from current data (see `DecisionMemo`), checked with one atomic
+/// load instead of a lookup.
+final class Residency: Sendable {
+    private let resident = Atomic<Bool>(false)
+
+    var isResident: Bool { resident.load(ordering: .acquiring) }
+
+    fileprivate func enter() { resident.store(true, ordering: .releasing) }
+    fileprivate func leave() { resident.store(false, ordering: .releasing) }
 }

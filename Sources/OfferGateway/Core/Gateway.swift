@@ -65,10 +65,12 @@ public final class Gateway: RPCHandler {
             return finished(
                 request, session: session, tenant: nil, started: started, .failure(.methodNotFound(request.method)))
         }
-        let tenant = session.principal.tenantSlug
+        let principal = session.principal
+        let tenant = principal.tenantSlug
         do {
-            try admit(method, session: session)
-            let context = MethodContext(request: request, session: session, rpc: context, gateway: self)
+            try admit(method, principal: principal)
+            let context = MethodContext(
+                request: request, session: session, principal: principal, rpc: context, gateway: self)
             return finished(
                 request, session: session, tenant: tenant, started: started, .success(try await method.run(context)))
         } catch {
@@ -83,10 +85,13 @@ public final class Gateway: RPCHandler {
     public func answerNow(_ request: RPCRequest, session: GatewaySession, context: RPCContext) -> RPCNowAnswer? {
         guard let method = methods[request.method], let now = method.now else { return nil }
         let started = ContinuousClock.now
-        let tenant = session.principal.tenantSlug
+        // Read once: the session's principal sits behind a lock, and every check of this request uses this copy.
+        let principal = session.principal
+        let tenant = principal.tenantSlug
         do {
-            let limited = try admit(method, session: session)
-            let context = MethodContext(request: request, session: session, rpc: context, gateway: self)
+            let limited = try admit(method, principal: principal)
+            let context = MethodContext(
+                request: request, session: session, principal: principal, rpc: context, gateway: self)
             switch try now(context) {
             case nil:
                 // `handle` takes the token again when it answers.
@@ -120,9 +125,9 @@ public final class Gateway: RPCHandler {
 
     /// Authorizes the call and takes the tenant's rate-limit token; the tenant whose token was taken, if one was.
     @discardableResult
-    private func admit(_ method: MethodSpec, session: GatewaySession) throws -> String? {
-        try authorize(method, session: session)
-        guard method.access != .open, case .tenant(let tenant) = session.principal else { return nil }
+    private func admit(_ method: MethodSpec, principal: Principal) throws -> String? {
+        try authorize(method, principal: principal)
+        guard method.access != .open, case .tenant(let tenant) = principal else { return nil }
         if case .limited(let wait) = limiter.take(tenant: tenant.slug) {
             throw GatewayError.rateLimited(retryAfterMs: wait)
         }
@@ -155,8 +160,8 @@ public final class Gateway: RPCHandler {
         return outcome
     }
 
-    private func authorize(_ method: MethodSpec, session: GatewaySession) throws {
-        switch (method.access, session.principal) {
+    private func authorize(_ method: MethodSpec, principal: Principal) throws {
+        switch (method.access, principal) {
         case (.open, _): return
         case (_, .anonymous): throw GatewayError.unauthenticated()
         case (.tenant, _): return

@@ -57,6 +57,8 @@ struct MethodSpec: Sendable {
 struct MethodContext: Sendable {
     let request: RPCRequest
     let session: GatewaySession
+    /// Who the connection spoke for when the request arrived (the session's, read once per request).
+    let principal: Principal
     let rpc: RPCContext
     let gateway: Gateway
 
@@ -81,7 +83,7 @@ struct MethodContext: Sendable {
     /// The connection's own tenant (a different `tenant` param is forbidden); nil for the admin, who names one
     /// (`namedTenant`).
     func ownTenant() throws -> TenantRecord? {
-        switch session.principal {
+        switch principal {
         case .anonymous:
             throw GatewayError.unauthenticated()
         case .tenant(let own):

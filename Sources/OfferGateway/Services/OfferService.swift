@@ -142,9 +142,11 @@ struct OfferService: Sendable {
     /// decision horizon hold (see `DecisionMemo`). An answer with a winner counts as `offered` in the funnel, in
     /// the hour of its decision time (in memory: no write here).
     func best(_ request: BestRequest, tenant: TenantRecord) async throws -> BestOfferAnswer {
-        let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
+        let at = request.at ?? clock()
+        if let answer = remembered(request, tenant: tenant.id, at: at, countMiss: true) { return answer }
+        let query = try BestQuery(request, tenant: tenant, at: at)
         let inputs = try await caches.inputs(tenant: tenant.id, customerId: query.customerId)
-        return try answer(query, try query.scope(in: inputs.0.catalog), inputs)
+        return counted(try decide(query, try query.scope(in: inputs.0.catalog), inputs), query)
     }
 
     /// `best`'s answer without a task, or nil (ask `best`). With both inputs in memory: the remembered answer, or nil
@@ -158,18 +160,17 @@ struct OfferService: Sendable {
     func bestNow(_ request: BestRequest, tenant: TenantRecord, decidingHere: Bool = false) throws
         -> NowOrLater<BestOfferAnswer>?
     {
-        let query = try BestQuery(request, tenant: tenant, at: request.at ?? clock())
+        let at = request.at ?? clock()
+        if let answer = remembered(request, tenant: tenant.id, at: at, countMiss: false) { return .now(answer) }
+        let query = try BestQuery(request, tenant: tenant, at: at)
         guard let catalog = caches.catalogs.cachedSnapshot(tenant.id) else { return nil }
         let scope = try query.scope(in: catalog.catalog)
         if let transactions = caches.customers.cachedSnapshot(tenant.id, query.customerId) {
-            let inputs = (catalog, transactions)
-            if decidingHere {
-                caches.recordInputsHit()
-                return .now(try answer(query, scope, inputs))
-            }
-            guard let answer = remembered(query, scope, inputs, countMiss: false) else { return nil }
+            // Not remembered (looked up above): decided here, or on a task (`best`, which counts the miss).
+            guard decidingHere else { return nil }
             caches.recordInputsHit()
-            return .now(counted(answer, query))
+            caches.decisions.recordMiss()
+            return .now(counted(try decide(query, scope, (catalog, transactions)), query))
         }
         caches.catalogs.recordHit()
         return .later { reply in
@@ -188,6 +189,8 @@ struct OfferService: Sendable {
         let locale: Locale
         let billingPlan: BillingPlan?
         let at: Date
+        /// The question as asked, under which its answer is remembered.
+        let memoKey: DecisionMemo.Key
 
         init(_ request: BestRequest, tenant: TenantRecord, at: Date) throws {
             self.tenant = tenant.id
@@ -197,34 +200,31 @@ struct OfferService: Sendable {
             locale = try Validate.locale(request.locale)
             billingPlan = try request.billingPlan.map { try Validate.billingPlan($0) }
             self.at = at
+            memoKey = request.memoKey(tenant: tenant.id)
         }
 
         /// The product or group asked about, in this catalog (an unknown one, or neither or both given, throws).
         func scope(in catalog: Catalog) throws -> BestOffer.Scope {
             try OfferService.scope(productId: productId, groupId: groupId, in: catalog)
         }
-
-        func memoKey(_ scope: BestOffer.Scope) -> DecisionMemo.Key {
-            DecisionMemo.Key(
-                tenant: tenant, customerId: customerId, scope: scope, locale: locale.identifier,
-                billingPlan: billingPlan)
-        }
     }
 
-    /// The answer remembered for this question over exactly these inputs, if it still holds.
-    private func remembered(
-        _ query: BestQuery, _ scope: BestOffer.Scope, _ inputs: (CatalogSnapshot, TransactionsSnapshot),
-        countMiss: Bool
-    ) -> BestOfferAnswer? {
-        caches.decisions.answer(
-            query.memoKey(scope), catalog: inputs.0, transactions: inputs.1, at: query.at, countMiss: countMiss)
+    /// The answer remembered for this question as asked, if its inputs are still current and it still holds at
+    /// `at`; counted in the funnel (and its inputs as cache hits: they are what the caches hold). No param is
+    /// checked: a remembered answer's params passed every check (`DecisionMemo.Key`).
+    private func remembered(_ request: BestRequest, tenant: UUID, at: Date, countMiss: Bool) -> BestOfferAnswer? {
+        guard let answer = caches.decisions.answer(request.memoKey(tenant: tenant), at: at, countMiss: countMiss)
+        else { return nil }
+        caches.recordInputsHit()
+        return counted(answer, tenant: tenant, at: at)
     }
 
-    /// The remembered answer over these inputs, else a new decision (remembered), counted in the funnel.
+    /// The remembered answer (one made meanwhile by a concurrent request), else a new decision over these inputs
+    /// (remembered), counted in the funnel.
     private func answer(
         _ query: BestQuery, _ scope: BestOffer.Scope, _ inputs: (CatalogSnapshot, TransactionsSnapshot)
     ) throws -> BestOfferAnswer {
-        counted(try remembered(query, scope, inputs, countMiss: true) ?? decide(query, scope, inputs), query)
+        counted(try caches.decisions.answer(query.memoKey, at: query.at) ?? decide(query, scope, inputs), query)
     }
 
     /// Decides and remembers.
@@ -249,15 +249,19 @@ struct OfferService: Sendable {
                 caches.displayTexts.text(offer: $0.offer, product: $0.product, locale: query.locale)
             })
         caches.decisions.remember(
-            query.memoKey(scope), answer, catalog: catalogSnapshot, transactions: transactions, madeAt: query.at,
+            query.memoKey, answer, catalog: catalogSnapshot, transactions: transactions, madeAt: query.at,
             until: derived.until)
         return answer
     }
 
     /// An answer with a winner counts as `offered` in the funnel.
     private func counted(_ answer: BestOfferAnswer, _ query: BestQuery) -> BestOfferAnswer {
+        counted(answer, tenant: query.tenant, at: query.at)
+    }
+
+    private func counted(_ answer: BestOfferAnswer, tenant: UUID, at: Date) -> BestOfferAnswer {
         if let winner = answer.result.winner {
-            offered.count(tenant: query.tenant, offerId: winner.offer.id, at: query.at)
+            offered.count(tenant: tenant, offerId: winner.offer.id, at: at)
         }
         return answer
     }
@@ -629,6 +633,13 @@ extension OfferService.BestRequest {
         guard let customerId else { return nil }
         self.init(
             customerId: customerId, productId: productId, groupId: groupId, at: nil, locale: locale,
+            billingPlan: billingPlan)
+    }
+
+    /// The question as asked, under which its answer is remembered (`DecisionMemo.Key`).
+    func memoKey(tenant: UUID) -> DecisionMemo.Key {
+        DecisionMemo.Key(
+            tenant: tenant, customerId: customerId, productId: productId, groupId: groupId, locale: locale,
             billingPlan: billingPlan)
     }
 }
