@@ -131,47 +131,55 @@ public enum BestOffer {
             products = catalog.products(inGroup: id)
         }
         var candidates: [ConsideredOffer] = []
-        let ordered: [ConsideredOffer]
         if let ranked {
             // Each candidate's precomputed rank (among eligible offers for an eligible one, among ineligible
             // offers for the others); eligible candidates without one (none in a valid catalog) are placed by the
             // exact comparison, which the ranks agree with.
+            let positions = products.map { ranked.offerPositions(forProduct: $0.id) }
+            let count = positions.reduce(0) { $0 + $1.count }
+            // Optional, so that each can be moved out into its place once sorted (a copy retains a dozen strings).
+            var slots: [ConsideredOffer?] = []
+            slots.reserveCapacity(count)
             var ranks: [Int?] = []
+            ranks.reserveCapacity(count)
+            var eligible: [Bool] = []
+            eligible.reserveCapacity(count)
             var mayFollowApple: [Bool] = []
-            for product in products {
+            mayFollowApple.reserveCapacity(count)
+            for (product, positions) in zip(products, positions) {
                 let group = history.group(product.groupId)
                 // The precomputed savings are against the product the catalog finds under this id; a duplicate
                 // product id (unvalidated catalogs only) gets its savings computed here, as without a ranking.
                 let canonical = catalog.product(product.id) == product
-                for position in ranked.offerPositions(forProduct: product.id) {
+                for position in positions {
                     let offer = catalog.offers[position]
                     if offer.type == .code || !offer.applies(to: billingPlan) { continue }
                     let verdict = Eligibility.evaluate(offer: offer, history: group, at: at)
                     let saving = canonical ? ranked.saving(at: position) : nil
-                    candidates.append(
+                    let isEligible = verdict.eligible
+                    slots.append(
                         ConsideredOffer(
                             offer: offer, product: product, verdict: verdict,
                             saving: saving ?? Saving(offer: offer, product: product), rank: nil))
                     ranks.append(
-                        verdict.eligible
-                            ? (canonical ? ranked.rank(at: position) : nil) : ranked.ineligibleRank(at: position))
-                    mayFollowApple.append(verdict.eligible && offer.type == .winBack)
+                        isEligible ? (canonical ? ranked.rank(at: position) : nil) : ranked.ineligibleRank(at: position)
+                    )
+                    eligible.append(isEligible)
+                    mayFollowApple.append(isEligible && offer.type == .winBack)
                 }
             }
             // Decorate once, sort on integer keys: comparing savings as fractions, or offers' ids, on every
             // comparison (each one copying two candidates) dominated a decision's cost. Eligible offers come first
             // (as in `isOrderedBefore`); Apple's order is asked only between two eligible win-back offers.
-            ordered = candidates.indices.sorted { i, j in
-                if mayFollowApple[i] && mayFollowApple[j],
-                    let apple = appleOrder(candidates[i], candidates[j], history)
-                {
+            let order = slots.indices.sorted { i, j in
+                if mayFollowApple[i] && mayFollowApple[j], let apple = appleOrder(slots[i]!, slots[j]!, history) {
                     return apple
                 }
-                let (lhsEligible, rhsEligible) = (candidates[i].verdict.eligible, candidates[j].verdict.eligible)
-                if lhsEligible != rhsEligible { return lhsEligible }
+                if eligible[i] != eligible[j] { return eligible[i] }
                 if let lhs = ranks[i], let rhs = ranks[j], lhs != rhs { return lhs < rhs }
-                return isOrderedBefore(candidates[i], candidates[j])
-            }.map { candidates[$0] }
+                return isOrderedBefore(slots[i]!, slots[j]!)
+            }
+            candidates = order.map { slots[$0].take()! }
         } else {
             for product in products {
                 let group = history.group(product.groupId)
@@ -184,21 +192,17 @@ public enum BestOffer {
                             saving: Saving(offer: offer, product: product), rank: nil))
                 }
             }
-            ordered = candidates.sorted { lhs, rhs in
+            candidates.sort { lhs, rhs in
                 appleOrder(lhs, rhs, history) ?? isOrderedBefore(lhs, rhs)
             }
         }
-        var considered: [ConsideredOffer] = []
-        considered.reserveCapacity(ordered.count)
+        // Eligible offers come first: they are ranked 1, 2, 3… in order.
         var rank = 0
-        for var candidate in ordered {
-            if candidate.verdict.eligible {
-                rank += 1
-                candidate.rank = rank
-            }
-            considered.append(candidate)
+        for index in candidates.indices where candidates[index].verdict.eligible {
+            rank += 1
+            candidates[index].rank = rank
         }
-        return BestOfferResult(winner: considered.first { $0.rank == 1 }, considered: considered)
+        return BestOfferResult(winner: candidates.first.flatMap { $0.rank == 1 ? $0 : nil }, considered: candidates)
     }
 
     /// Apple's order between two eligible win-back offers of a group whose renewal info lists them (its first

@@ -69,14 +69,18 @@ public enum Eligibility {
     ///
     /// Reasons are listed in a fixed order: date window first, then the type's rules.
     public static func evaluate(offer: Offer, history: GroupHistory, at: Date) -> EligibilityVerdict {
-        var reasons = window(offer, at: at)
-        switch offer.type {
-        case .introductory: reasons += introductory(history)
-        case .promotional: reasons += promotional(offer, history)
-        case .winBack: reasons += winBack(offer, history, at: at)
-        case .code: reasons.append(.codeOfferRequiresCode)
-        }
-        return EligibilityVerdict(offerId: offer.id, type: offer.type, productId: offer.productId, reasons: reasons)
+        let window = window(offer, at: at)
+        let rules: [ReasonCode] =
+            switch offer.type {
+            case .introductory: introductory(history)
+            case .promotional: promotional(offer, history)
+            case .winBack: winBack(offer, history, at: at)
+            case .code: [.codeOfferRequiresCode]
+            }
+        // Most offers are inside their window: their reasons are the type's, taken as they are (no second array).
+        return EligibilityVerdict(
+            offerId: offer.id, type: offer.type, productId: offer.productId,
+            reasons: window.isEmpty ? rules : window + rules)
     }
 
     /// A promotional offer granted by a live code redemption (API.md §10): the campaign chose the customer, so the
