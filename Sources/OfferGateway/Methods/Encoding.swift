@@ -105,16 +105,21 @@ enum Wire {
                         out.null("offer")
                     }
                     out.array("considered") { considered in
-                        for candidate in result.considered {
-                            considered.object { c in
-                                c.string("offerId", candidate.offer.id)
-                                c.string("type", candidate.offer.type.rawValue)
-                                c.string("productId", candidate.product.id)
-                                c.bool("eligible", candidate.verdict.eligible)
-                                c.array("reasons") { reasons in
-                                    for reason in candidate.verdict.reasons { reasons.string(reason.rawValue) }
+                        // Read in place: a `for candidate in` copy of each considered offer retains a dozen strings.
+                        result.considered.withUnsafeBufferPointer { candidates in
+                            for index in candidates.indices {
+                                considered.object { c in
+                                    c.string("offerId", candidates[index].offer.id)
+                                    c.string("type", candidates[index].offer.type.rawValue)
+                                    c.string("productId", candidates[index].product.id)
+                                    c.bool("eligible", candidates[index].verdict.eligible)
+                                    c.array("reasons") { reasons in
+                                        for reason in candidates[index].verdict.reasons {
+                                            reasons.string(reason.rawValue)
+                                        }
+                                    }
+                                    if let rank = candidates[index].rank { c.int("rank", rank) } else { c.null("rank") }
                                 }
-                                if let rank = candidate.rank { c.int("rank", rank) } else { c.null("rank") }
                             }
                         }
                     }
