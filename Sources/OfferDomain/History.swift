@@ -243,8 +243,21 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
         }
         guard let latest = sorted.last, let first = sorted.first else { return .never(groupId: groupId) }
 
-        let current = sorted.filter { $0.purchaseDate <= at && at < $0.effectiveEnd(at: at) }
-            .max { $0.effectiveEnd(at: at) < $1.effectiveEnd(at: at) }
+        // One pass: the transaction in effect at `at` that ends last (the first of equals, as `max` keeps it), the
+        // latest effective end and the latest expiry.
+        var current: Transaction?
+        var currentEnd = Date.distantPast
+        var lastEnd = Date.distantPast
+        var lastExpires = Date.distantPast
+        for transaction in sorted {
+            let end = transaction.effectiveEnd(at: at)
+            if transaction.purchaseDate <= at, at < end, current == nil || currentEnd < end {
+                current = transaction
+                currentEnd = end
+            }
+            lastEnd = max(lastEnd, end)
+            lastExpires = max(lastExpires, transaction.expiresDate)
+        }
         let state: GroupState
         if current != nil {
             state = .active
@@ -259,10 +272,9 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
         } else {
             state = .expired
         }
-        let lastEnd = sorted.map { $0.effectiveEnd(at: at) }.max()
         return GroupHistory(
             groupId: groupId, state: state, autoRenew: latest.autoRenew, activeProductId: current?.productId,
-            firstPurchaseDate: first.purchaseDate, lastExpiresDate: sorted.map(\.expiresDate).max(),
+            firstPurchaseDate: first.purchaseDate, lastExpiresDate: lastExpires,
             lapsedAt: state.isLapsed ? lastEnd : nil,
             paidMonths: paidMonths(sorted, catalog: catalog, at: at),
             introOfferUsed: sorted.contains { $0.offerType == .introductory },

@@ -131,7 +131,12 @@ enum PostgresTimestamp {
 
     /// Parses `YYYY-MM-DD[ T]HH:MM:SS[.f{1,9}][Z|±HH[:MM[:SS]]]` (no zone means UTC, as for `timestamp`).
     static func parse(_ text: some Collection<UInt8>) -> Date? {
-        let b = Array(text)
+        // In place: a cell's bytes are contiguous, and a copy per timestamp was an allocation per cell read.
+        if let date = text.withContiguousStorageIfAvailable({ parse(bytes: $0) }) { return date }
+        return Array(text).withUnsafeBufferPointer { parse(bytes: $0) }
+    }
+
+    private static func parse(bytes b: UnsafeBufferPointer<UInt8>) -> Date? {
         var i = 0
         func number(_ count: Int) -> Int64? {
             guard i + count <= b.count else { return nil }
