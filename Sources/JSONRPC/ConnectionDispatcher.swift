@@ -250,7 +250,13 @@ public enum RPCExchange {
 
     static func frame(_ response: RPCResponse) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(96)
+        // The frame around an encoded result (an offers.best answer, ~1.2 KB) is its size plus ~60 bytes: reserved
+        // at once, not regrown (a new buffer and a copy) on the way there.
+        if case .success(.encoded(let encoded)) = response.result {
+            bytes.reserveCapacity(96 + encoded.bytes.count)
+        } else {
+            bytes.reserveCapacity(96)
+        }
         response.append(to: &bytes)
         bytes.append(0x0A)
         return bytes

@@ -38,10 +38,15 @@ public struct LoadRequest: Sendable, Equatable {
     public let method: String
     /// The params object, e.g. `["code": "SPRING", "customerId": "c-1"]`.
     public let params: JSONObject
+    /// The params as they go on the wire, encoded once when the request is made (nil for none: `system.ping`
+    /// sends no params member), so a request asked again (``Scenario/requests(_:)`` keeps a scenario's repeating
+    /// requests) costs the harness no encoding.
+    public let wireParams: JSONValue?
 
     public init(method: String, params: JSONObject) {
         self.method = method
         self.params = params
+        self.wireParams = params.isEmpty ? nil : .encoded(EncodedJSON(.object(params)))
     }
 }
 

@@ -63,7 +63,7 @@ struct RPCLoadConnection: CallbackLoadConnection {
     func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void) {
         let method = request.method
         // No params member for none (system.ping): the line a minimal client sends, `{"jsonrpc","method","id"}`.
-        let params: JSONValue? = request.params.isEmpty ? nil : .object(request.params)
+        let params = request.wireParams
         // Most answers are only counted: their results are not parsed (an offers.best answer costs offer-load more
         // to parse than the gateway spends making it). The outcomes that carry a field parse theirs.
         let readsResult = Self.methodsWithResultFields.contains(method)

@@ -233,13 +233,34 @@ public struct Scenario: Sendable, Equatable {
     public var redeems: Bool { kinds.contains(where: \.redeems) }
 
     /// Checks `fixture` holds what the requests refer to and returns the request generator.
+    ///
+    /// A single-kind scenario whose requests repeat with a short period (`best` asks about every customer and
+    /// product in turn) gets them made once, into a table: the harness then spends no CPU per request on building
+    /// and encoding what it sent before (issue 15: its CPU must stay well below the gateway's).
     public func requests(_ fixture: ScenarioFixture) throws(OfferLoadError) -> @Sendable (Int) -> LoadRequest {
         for kind in kinds { try Self.check(kind, fixture) }
         let single = kind
+        if mix == nil, let period = Self.period(single, fixture), (1...Self.tabledRequestsLimit).contains(period) {
+            let table = (0..<period).map { Self.request(single, index: $0, fixture: fixture) }
+            return { index in table[index % period] }
+        }
         let cycle = mix?.cycle
         return { index in
             let k = cycle.map { $0[index % $0.count] } ?? single
             return Self.request(k, index: index, fixture: fixture)
+        }
+    }
+
+    /// Requests kept in a table at most (~100 bytes each with their encoding).
+    static let tabledRequestsLimit = 100_000
+
+    /// After how many indices `request(kind, index:, fixture:)` repeats itself; nil when it never does (codes
+    /// redeemed once, fresh customers).
+    static func period(_ kind: ScenarioKind, _ f: ScenarioFixture) -> Int? {
+        switch kind {
+        case .ping: 1
+        case .best: f.customers.count * f.products.count
+        default: nil
         }
     }
 

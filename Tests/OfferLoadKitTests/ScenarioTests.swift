@@ -15,6 +15,25 @@ func decode<T: Decodable>(_ type: T.Type, _ params: JSONObject) throws -> T {
 }
 
 @Suite struct ScenarioTests {
+    /// `best` repeats every customer × product: its requests come from a table made once, and must be exactly the
+    /// ones made per index, their params encoded as the params say.
+    @Test func repeatingRequestsComeFromATableEqualToThePerIndexRequests() throws {
+        let fixture = ScenarioFixture(runTag: "t", customers: ["c1", "c2", "c\"3"], products: ["p0", "p1"])
+        let best = try Scenario(kind: .best).requests(fixture)
+        #expect(Scenario.period(.best, fixture) == 6)
+        for index in 0..<20 {
+            let request = best(index)
+            #expect(request == Scenario.request(.best, index: index, fixture: fixture))
+            #expect(request.wireParams?.expanded == .object(request.params))
+        }
+        #expect(best(0).params["customerId"] == "c1" && best(3).params["productId"] == "p1")
+        #expect(best(2).params["customerId"] == #"c"3"#)
+        // Nothing to send for ping: no params member at all.
+        #expect(try Scenario(kind: .ping).requests(fixture)(7).wireParams == nil)
+        // A scenario that never repeats is not tabled.
+        #expect(Scenario.period(.redeemOneTime, fixture) == nil)
+    }
+
     @Test func mixParsesWeightsAndBuildsAnExactCycle() throws {
         let mix = try MixSpec.parse("best=70, sign=20 ,redeem-hot=10")
         #expect(mix.weights.map(\.kind) == [.best, .sign, .redeemHot])

@@ -27,13 +27,25 @@ final class DecisionMemo: Sendable {
         let billingPlan: String?
     }
 
-    struct Answer: Sendable {
+    /// A reference: a lookup retains one object, not each of its parts.
+    final class Answer: Sendable {
         let catalog: CatalogSnapshot
         let transactions: TransactionsSnapshot
         let madeAt: Date
         /// nil: no later instant changes it.
         let until: Date?
         let response: BestOfferAnswer
+
+        init(
+            catalog: CatalogSnapshot, transactions: TransactionsSnapshot, madeAt: Date, until: Date?,
+            response: BestOfferAnswer
+        ) {
+            self.catalog = catalog
+            self.transactions = transactions
+            self.madeAt = madeAt
+            self.until = until
+            self.response = response
+        }
     }
 
     private let answers: KeyedCache<Key, Answer>
