@@ -206,54 +206,55 @@ import Testing
     }
 
     /// A value that carries its residency, as the catalog and customer snapshots do.
-    final class Resident: Sendable {
+    final class Value: Sendable {
         let id: Int
         let residency = Residency()
         init(_ id: Int) { self.id = id }
+        var isResident: Bool { residency.isResident }
     }
 
     /// Every way a value stops being the one kept for its key clears its residency, and only a kept value has it:
     /// `DecisionMemo` serves an answer only while both of its inputs are resident.
     @Test func residencyFollowsWhatTheCacheKeeps() async throws {
-        let cache = KeyedCache<Int, Resident>(capacity: 2, residency: { $0.residency })
-        let one = try await cache.value(for: 1) { Resident(1) }
-        #expect(one.residency.isResident)
+        let cache = KeyedCache<Int, Value>(capacity: 2, residency: { $0.residency.set($1) })
+        let one = try await cache.value(for: 1) { Value(1) }
+        #expect(one.isResident)
         // Invalidated.
         cache.invalidate(1)
-        #expect(!one.residency.isResident)
+        #expect(!one.isResident)
         // Dropped for capacity (the oldest first).
-        let two = try await cache.value(for: 2) { Resident(2) }
-        let three = try await cache.value(for: 3) { Resident(3) }
-        let four = try await cache.value(for: 4) { Resident(4) }
-        #expect(!two.residency.isResident)
-        #expect(three.residency.isResident && four.residency.isResident)
+        let two = try await cache.value(for: 2) { Value(2) }
+        let three = try await cache.value(for: 3) { Value(3) }
+        let four = try await cache.value(for: 4) { Value(4) }
+        #expect(!two.isResident)
+        #expect(three.isResident && four.isResident)
         // Replaced under its key.
-        let newThree = Resident(3)
+        let newThree = Value(3)
         cache.put(newThree, for: 3)
-        #expect(!three.residency.isResident && newThree.residency.isResident)
+        #expect(!three.isResident && newThree.isResident)
         // Everything dropped; and while nothing is kept, nothing loaded becomes resident.
         cache.invalidateAll(keepingNew: false)
-        #expect(!newThree.residency.isResident && !four.residency.isResident)
-        let unkept = try await cache.value(for: 5) { Resident(5) }
-        #expect(!unkept.residency.isResident)
+        #expect(!newThree.isResident && !four.isResident)
+        let unkept = try await cache.value(for: 5) { Value(5) }
+        #expect(!unkept.isResident)
         cache.invalidateAll()
-        #expect(try await cache.value(for: 5) { Resident(50) }.residency.isResident)
+        #expect(try await cache.value(for: 5) { Value(50) }.isResident)
     }
 
     /// A load that lands after its key was invalidated reaches its callers but is not kept, so it is not resident.
     @Test func aLoadOvertakenByAnInvalidationIsNeverResident() async throws {
-        let cache = KeyedCache<Int, Resident>(residency: { $0.residency })
+        let cache = KeyedCache<Int, Value>(residency: { $0.residency.set($1) })
         let gate = Gate()
         let load = Task {
             try await cache.value(for: 1) {
                 await gate.wait()
-                return Resident(1)
+                return Value(1)
             }
         }
         #expect(await eventually { gate.arrived == 1 })
         cache.invalidate(1)
         gate.open()
         let landed = try await load.value
-        #expect(!landed.residency.isResident)
+        #expect(!landed.isResident)
     }
 }

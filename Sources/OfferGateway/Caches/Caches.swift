@@ -109,7 +109,7 @@ final class CustomerCache: Sendable {
 
     init(repository: CustomerRecordsRepository, capacity: Int) {
         self.loader = CustomerRecordsLoader(repository: repository)
-        self.cache = KeyedCache(capacity: max(capacity, 1), residency: { $0.residency })
+        self.cache = KeyedCache(capacity: max(capacity, 1), residency: { $0.residency.set($1) })
     }
 
     func snapshot(_ tenant: UUID, _ customerId: String) async throws -> TransactionsSnapshot {
@@ -169,7 +169,7 @@ final class CatalogSnapshot: Sendable {
 final class CatalogCache: Sendable {
     private let repository: CatalogRepository
     private let tenants: TenantRepository
-    private let cache = TenantCache<CatalogSnapshot>(residency: { $0.residency })
+    private let cache = TenantCache<CatalogSnapshot>(residency: { $0.residency.set($1) })
     var lookupCount: CacheLookupCount { cache.lookupCount("catalogs") }
     func recordHit() { cache.recordHit() }
 

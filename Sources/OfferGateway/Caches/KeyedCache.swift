@@ -46,13 +46,13 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let capacity: Int?
-    /// The residency flag of a value, for caches of values that carry one.
-    private let residency: (@Sendable (Value) -> Residency)?
+    /// Sets a value's ``Residency`` (true: now kept), for caches of values that carry one.
+    private let residency: (@Sendable (Value, _ kept: Bool) -> Void)?
     /// Lookups answered from memory and loads, for the metrics (`offergate_cache_hits_total`/`_misses_total`).
     let hits = Atomic<Int>(0)
     let misses = Atomic<Int>(0)
 
-    init(capacity: Int? = nil, residency: (@Sendable (Value) -> Residency)? = nil) {
+    init(capacity: Int? = nil, residency: (@Sendable (Value, _ kept: Bool) -> Void)? = nil) {
         self.capacity = capacity
         self.residency = residency
     }
@@ -120,7 +120,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private func store(_ s: inout State, _ key: Key, _ value: Value) {
         let replaced = s.values.updateValue(value, forKey: key)
         left(replaced)
-        residency?(value).enter()
+        residency?(value, true)
         guard replaced == nil, let capacity else { return }
         s.order.append(key)
         while s.values.count > capacity, s.orderStart < s.order.count {
@@ -135,7 +135,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// A value no longer kept (nil: there was none).
     private func left(_ value: Value?) {
-        if let value, let residency { residency(value).leave() }
+        if let value, let residency { residency(value, false) }
     }
 
     func invalidate(_ key: Key) {
@@ -188,12 +188,13 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 /// Whether a value is the one its `KeyedCache` keeps for its key now: set when the cache keeps it, cleared when the
 /// cache stops keeping it, whatever the reason. A value made once and never kept is not resident. What was derived
 /// from a value that is still resident was derived from current data (see `DecisionMemo`), checked with one atomic
-/// load instead of a lookup.
-final class Residency: Sendable {
+/// load instead of a lookup. Noncopyable, so it sits inside the value's own object: a remembered answer checks two
+/// of them per request, and a flag of its own would be one more object to reach.
+struct Residency: ~Copyable, Sendable {
     private let resident = Atomic<Bool>(false)
 
     var isResident: Bool { resident.load(ordering: .acquiring) }
 
-    fileprivate func enter() { resident.store(true, ordering: .releasing) }
-    fileprivate func leave() { resident.store(false, ordering: .releasing) }
+    /// Called by the cache only (see `KeyedCache.init(capacity:residency:)`).
+    func set(_ kept: Bool) { resident.store(kept, ordering: .releasing) }
 }

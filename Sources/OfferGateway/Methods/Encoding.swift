@@ -79,7 +79,7 @@ enum Wire {
     }
 
     static func best(_ answer: BestOfferAnswer) -> JSONValue {
-        answer.rendered.value {
+        answer.rendered {
             // Written straight to bytes: building a `JSONValue` of every considered offer first was a tenth of a
             // first answer's CPU (docs/perf/README.md). The same members in the same order as before.
             let result = answer.result

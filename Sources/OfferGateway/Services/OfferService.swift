@@ -580,28 +580,25 @@ struct OfferService: Sendable {
 }
 
 /// An `offers.best` decision with its copy. A reference, remembered by `DecisionMemo` and shared by every request
-/// it answers; `rendered` keeps the encoded form made by the first adapter that sent it, so a remembered answer
+/// it answers; it keeps the encoded form made by the first adapter that sent it (`rendered`), so a remembered answer
 /// costs no encoding again.
 final class BestOfferAnswer: Sendable {
     let result: BestOfferResult
     /// The winner's display copy (nil without a winner).
     let displayText: String?
-    let rendered = Rendered()
+    /// The encoded form, once made. In the answer's own object: a remembered answer reads it on every request.
+    private let encoded = Mutex<JSONValue?>(nil)
 
     init(_ result: BestOfferResult, displayText: String?) {
         self.result = result
         self.displayText = displayText
     }
-}
 
-/// A value's encoded form, made once on first use.
-final class Rendered: Sendable {
-    private let value = Mutex<JSONValue?>(nil)
-
-    func value(_ make: () -> JSONValue) -> JSONValue {
-        if let known = value.withLock({ $0 }) { return known }
+    /// The encoded form: made by `make` on first use, the same value after.
+    func rendered(_ make: () -> JSONValue) -> JSONValue {
+        if let known = encoded.withLock({ $0 }) { return known }
         let made = make()
-        value.withLock { $0 = made }
+        encoded.withLock { $0 = made }
         return made
     }
 }
