@@ -228,6 +228,10 @@ public struct LoadRunner: Sendable {
         // connection's thread): at tens of thousands of requests a second, a task per request made the harness's
         // own scheduling lag part of the latencies it reports.
         let callbacks = connections.compactMap { $0 as? any CallbackLoadConnection }
+        if callbacks.count == connections.count, clock is SystemLoadClock {
+            await Self.sendOnThread(schedule, maxInFlight: maxInFlight, callbacks, recorders, clock, request)
+            return
+        }
         let outstanding = LiveCount()
         await withDiscardingTaskGroup { group in
             var index = 0
@@ -259,6 +263,80 @@ public struct LoadRunner: Sendable {
             }
         }
         await outstanding.waitForZero()
+    }
+}
+
+extension LoadRunner {
+    /// The open loop's sender on a thread of its own, sleeping with `clock_nanosleep` (the real clock and callback
+    /// connections: what `offer-load --rate` runs against a gateway). `Task.sleep` overshot a 200 µs sleep by p99
+    /// 470-920 µs on this kind of VM (docs/perf/README.md, session 12), against ~240 µs for `clock_nanosleep` on a
+    /// plain thread; latency counts from each request's intended time, so the sender's lateness was reported as
+    /// the gateway's. The same schedule, quantum, in-flight cap and recording as the task-driven loop.
+    fileprivate static func sendOnThread(
+        _ schedule: OpenLoopSchedule, maxInFlight: Int, _ callbacks: [any CallbackLoadConnection],
+        _ recorders: [Recorder], _ clock: any LoadClock, _ request: @escaping @Sendable (Int) -> LoadRequest
+    ) async {
+        let slots = callbacks.map { _ in BlockingSlots(maxInFlight) }
+        let outstanding = LiveCount()
+        let cancelled = Atomic<Bool>(false)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
+                let sender = Thread {
+                    var index = 0
+                    while !cancelled.load(ordering: .relaxed), let intended = schedule.intendedTime(of: index) {
+                        let now = clock.now()
+                        if now < intended { sleepPrecisely(max(intended, now + openLoopQuantum) - now) }
+                        let k = index % callbacks.count
+                        let (recorder, slot, i) = (recorders[k], slots[k], index)
+                        slot.acquire()
+                        outstanding.increment()
+                        callbacks[k].start(request(i)) { outcome in
+                            recorder.record(index: i, startedAt: intended, completedAt: clock.now(), outcome)
+                            slot.release()
+                            outstanding.decrement()
+                        }
+                        index += 1
+                    }
+                    sent.resume()
+                }
+                sender.start()
+            }
+        } onCancel: {
+            cancelled.store(true, ordering: .relaxed)
+        }
+        await outstanding.waitForZero()
+    }
+
+    /// Sleeps `nanoseconds` on the calling thread (`clock_nanosleep` on the monotonic clock, resumed after a signal).
+    private static func sleepPrecisely(_ nanoseconds: UInt64) {
+        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        var remaining = timespec()
+        while clock_nanosleep(CLOCK_MONOTONIC, 0, &request, &remaining) == EINTR { request = remaining }
+    }
+}
+
+/// A counting semaphore that blocks its thread: the in-flight cap of one connection for the open loop's sender
+/// thread (`Slots` is its async twin, for the task-driven loop).
+///
+/// `@unchecked Sendable`: `free` is read and written only with `condition` locked.
+final class BlockingSlots: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var free: Int
+
+    init(_ count: Int) { free = count }
+
+    func acquire() {
+        condition.lock()
+        while free == 0 { condition.wait() }
+        free -= 1
+        condition.unlock()
+    }
+
+    func release() {
+        condition.lock()
+        free += 1
+        condition.signal()
+        condition.unlock()
     }
 }
 
