@@ -58,9 +58,10 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     enum Dispatched: Equatable {
         /// Handled on a task: `complete` will be called with its answer.
         case started
-        /// Answered at once (`RPCHandler.answerNow`); the caller writes the frame (nil for a notification).
+        /// Answered at once (`RPCHandler.answerNow`); the caller writes the response (nil for a notification),
+        /// encoding it straight into its own output (`RPCResponse.appendFrame(to:)`), not through a frame of its own.
         /// `complete` is not called.
-        case answered([UInt8]?)
+        case answered(RPCResponse?)
         /// The connection is closed: nobody could read an answer.
         case dropped
     }
@@ -85,7 +86,7 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
             case .answered(let result)?:
                 guard state.withLock({ !$0.closed }) else { return .dropped }
                 guard let id = request.id else { return .answered(nil) }
-                return .answered(RPCExchange.frame(RPCResponse(id: id, result: result)))
+                return .answered(RPCResponse(id: id, result: result))
             case .later(let start)?:
                 later = (start, request.id)
             case nil:
@@ -257,8 +258,7 @@ public enum RPCExchange {
         } else {
             bytes.reserveCapacity(96)
         }
-        response.append(to: &bytes)
-        bytes.append(0x0A)
+        response.appendFrame(to: &bytes)
         return bytes
     }
 }

@@ -386,6 +386,21 @@ final class EventLoop: @unchecked Sendable {
         perform(channel.machine.deliveryStopped(), on: channel)
     }
 
+    /// Queues what `append` writes, like `write(_:_:)`: while the channel is corked (frames being delivered), straight
+    /// into its output buffer, with no buffer of its own (an answer given at once on the loop's thread).
+    func write(_ channel: Channel, appending append: (inout [UInt8]) -> Void) {
+        guard channel.machine.acceptsOutput else { return }
+        guard channel.corked else {
+            var bytes: [UInt8] = []
+            append(&bytes)
+            write(channel, bytes)
+            return
+        }
+        let before = channel.out.count
+        append(&channel.out)
+        channel.machine.outputQueued(channel.out.count - before)
+    }
+
     /// Queues bytes for writing and tries to write them now (dropped once the channel or its output is closed).
     func write(_ channel: Channel, _ bytes: [UInt8]) {
         guard channel.machine.acceptsOutput else { return }

@@ -130,6 +130,12 @@ public struct RPCResponse: Sendable, Hashable {
         return .object(object)
     }
 
+    /// Appends the response's frame: its compact JSON and a newline (what `RPCExchange.frame` returns).
+    public func appendFrame(to out: inout [UInt8]) {
+        append(to: &out)
+        out.append(0x0A)
+    }
+
     /// Appends the compact JSON of the response (same bytes as serializing `json`, without building it).
     public func append(to out: inout [UInt8]) {
         switch result {

@@ -215,8 +215,8 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
         guard let dispatcher else { return false }
         switch dispatcher.dispatch(frame) {
         case .started: return true
-        case .answered(let bytes):
-            if let bytes { server.loop.write(channel, bytes) }
+        case .answered(let response):
+            if let response { server.loop.write(channel) { response.appendFrame(to: &$0) } }
             return false
         case .dropped: return false
         }

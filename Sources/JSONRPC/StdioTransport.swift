@@ -210,7 +210,7 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
                     if isStopped { break reading }
                     let dispatched = dispatcher.dispatch(bytes, blockingAt: maxInFlight, beforeWaiting: handOver)
                     if case .answered(let answer?) = dispatched {
-                        held += answer
+                        answer.appendFrame(to: &held)
                         if held.count >= Self.heldAnswersLimit { handOver() }
                     }
                 case .tooLarge:
