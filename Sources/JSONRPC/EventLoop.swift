@@ -141,8 +141,7 @@ final class EventLoop: @unchecked Sendable {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         signal(SIGPIPE, SIG_IGN)
         let thread = Thread { [self] in
-            // Foundation's `Thread.name` is not the kernel's on Linux: named here, the loop shows in `top -H`/`perf`.
-            _ = offergate_name_this_thread(threadName)
+            nameThisThread(threadName)
             self.run()
         }
         thread.name = threadName

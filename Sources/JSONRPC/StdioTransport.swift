@@ -22,7 +22,10 @@ final class BlockingWriter: Sendable {
 
     init(fd: Int32, name: String) {
         self.fd = fd
-        let thread = Thread { [self] in self.run() }
+        let thread = Thread { [self] in
+            nameThisThread(name)
+            self.run()
+        }
         thread.name = name
         thread.start()
     }
@@ -258,7 +261,10 @@ extension RPCServer {
             return
         }
         let (frameLimit, maxInFlight) = (configuration.maxFrameBytes, configuration.maxInFlightPerConnection)
-        let reader = Thread { connection.read(from: input, frameLimit: frameLimit, maxInFlight: maxInFlight) }
+        let reader = Thread {
+            nameThisThread("jsonrpc-stdio-reader")
+            connection.read(from: input, frameLimit: frameLimit, maxInFlight: maxInFlight)
+        }
         reader.name = "jsonrpc-stdio-reader"
         reader.start()
         await connection.waitUntilEnded()

@@ -84,10 +84,12 @@ struct FirstAnswerTests {
         }
     }
 
-    /// Over stdio (one connection per reader thread), a decision over inputs already in memory is made at once on
-    /// the reader: counted as answered at once, and the answer another gateway decides on its task path.
-    @Test("stdio decides over cached inputs at once, with the task path's answers")
-    func stdioDecidesAtOnce() async throws {
+    /// Over stdio (one reader thread per connection), a decision over inputs already in memory is made on the
+    /// decision thread, not on a task: the answer another gateway decides on its task path. Pipelined first
+    /// questions are decided on that thread or, when it has work waiting, on the reader: every one answered, with
+    /// the task path's answer.
+    @Test("stdio decides over cached inputs on the decision thread, with the task path's answers")
+    func stdioDecidesOnTheDecisionThread() async throws {
         try await TestGateway.withPair { one, two in
             let admin = try await one.admin()
             defer { admin.close() }
@@ -122,20 +124,40 @@ struct FirstAnswerTests {
                 let stats = try await admin.call(method: "system.stats", params: [:])
                 return stats["methods"]?["offers.best"]?["answeredAtOnce"]?.int64Value ?? 0
             }
-            var decidedAtOnce: Int64 = 0
+            let decisionThread = one.service.gateway.services.offers.decisionThread
+            var (decidedAtOnce, decidedOnThread) = (Int64(0), 0)
             for customer in customers {
                 // The first question loads the customer's records; the second (another product) is decided over
-                // them, at once.
+                // them, on the decision thread (one question at a time: it never has work waiting).
                 for product in ["monthly", "yearly"] {
                     let params: JSONValue = ["customerId": .string(customer), "productId": .string(product)]
-                    let before = try await atOnce()
+                    let (before, finishedBefore) = (try await atOnce(), decisionThread.finished)
                     let mine = try await stdio.call(method: "offers.best", params: params)
-                    if product == "yearly" { decidedAtOnce += try await atOnce() - before }
+                    if product == "yearly" {
+                        decidedAtOnce += try await atOnce() - before
+                        decidedOnThread += decisionThread.finished - finishedBefore
+                    }
                     #expect(
                         mine == (try await other.call(method: "offers.best", params: params)), "\(customer) \(product)")
                 }
             }
-            #expect(decidedAtOnce == 12)
+            #expect(decidedAtOnce == 0)
+            #expect(decidedOnThread == 12)
+            // Pipelined: a third question (the whole group) for every customer, all sent before any answer is read.
+            let pipelined = customers.map { customer -> JSONValue in
+                ["customerId": .string(customer), "groupId": "premium"]
+            }
+            let answers = try await withThrowingTaskGroup(of: (Int, JSONValue).self) { group in
+                for (i, params) in pipelined.enumerated() {
+                    group.addTask { (i, try await stdio.call(method: "offers.best", params: params)) }
+                }
+                var answers = [JSONValue?](repeating: nil, count: pipelined.count)
+                for try await (i, answer) in group { answers[i] = answer }
+                return answers
+            }
+            for (params, mine) in zip(pipelined, answers) {
+                #expect(mine == (try await other.call(method: "offers.best", params: params)), "\(params)")
+            }
             stdio.close()
             await served.value
             close(serverIn)

@@ -29,10 +29,10 @@ enum OfferMethods {
             now: { ctx in
                 guard let tenant = try ctx.ownTenant() else { return nil }
                 let request = try bestRequest(ctx)
-                // stdio's reader serves its one connection only: it may decide at once.
-                let decidingHere = ctx.rpc.connection.transport == .stdio
-                return try ctx.services.offers.bestNow(request, tenant: tenant, decidingHere: decidingHere)?.map(
-                    Wire.best)
+                // stdio's one reader thread serves the whole connection: its decisions go to the decision thread.
+                let onDecisionThread = ctx.rpc.connection.transport == .stdio
+                return try ctx.services.offers.bestNow(request, tenant: tenant, onDecisionThread: onDecisionThread)?
+                    .map(Wire.best)
             }),
         MethodSpec(
             name: "offers.sign", access: .tenant,

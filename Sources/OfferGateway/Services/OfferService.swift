@@ -22,6 +22,8 @@ struct OfferService: Sendable {
     let nonce: @Sendable () -> UUID
     /// `offergate_signatures_total{format}`: counted once the ledger row is committed.
     let signed: Counter
+    /// Where stdio's first answers are decided (`bestNow`); its thread starts at the first.
+    let decisionThread = WorkThread(name: "offer-decisions")
 
     struct EligibilityRequest: Decodable, Sendable {
         let customerId: String
@@ -155,9 +157,12 @@ struct OfferService: Sendable {
     /// records, so a first answer costs no task and no thread hop of its own. Bad params throw as in `best`. The
     /// transports call it on their own thread (`Gateway.answerNow`).
     ///
-    /// With `decidingHere` (a thread that serves one connection only: stdio's reader), a decision over inputs in
-    /// memory is made at once too: nobody else waits behind it, and a task would cost two thread hand-offs.
-    func bestNow(_ request: BestRequest, tenant: TenantRecord, decidingHere: Bool = false) throws
+    /// With `onDecisionThread` (stdio: one reader thread serves the whole connection), a decision over inputs in
+    /// memory is made on `decisionThread`, later: the reader goes on reading, parsing and answering remembered
+    /// questions while another core decides, and no task (two thread hand-offs each) is made per decision. When
+    /// that thread already has work waiting, the caller decides at once itself: a run of first questions is then
+    /// decided on two threads, not queued behind one.
+    func bestNow(_ request: BestRequest, tenant: TenantRecord, onDecisionThread: Bool = false) throws
         -> NowOrLater<BestOfferAnswer>?
     {
         let at = request.at ?? clock()
@@ -166,11 +171,18 @@ struct OfferService: Sendable {
         guard let catalog = caches.catalogs.cachedSnapshot(tenant.id) else { return nil }
         let scope = try query.scope(in: catalog.catalog)
         if let transactions = caches.customers.cachedSnapshot(tenant.id, query.customerId) {
-            // Not remembered (looked up above): decided here, or on a task (`best`, which counts the miss).
-            guard decidingHere else { return nil }
+            // Not remembered (looked up above): decided on the decision thread, or on a task (`best`, which counts
+            // the miss).
+            guard onDecisionThread else { return nil }
             caches.recordInputsHit()
-            caches.decisions.recordMiss()
-            return .now(counted(try decide(query, scope, (catalog, transactions)), query))
+            guard decisionThread.backlog < Self.decisionThreadBacklog else {
+                caches.decisions.recordMiss()
+                return .now(counted(try decide(query, scope, (catalog, transactions)), query))
+            }
+            // `answer` counts the miss (or the hit, when a concurrent request's answer was remembered meanwhile).
+            return .later { [decisionThread] reply in
+                decisionThread.submit { reply(Result { try answer(query, scope, (catalog, transactions)) }) }
+            }
         }
         caches.catalogs.recordHit()
         return .later { reply in
@@ -179,6 +191,9 @@ struct OfferService: Sendable {
             }
         }
     }
+
+    /// Decisions waiting for (or running on) the decision thread beyond which `bestNow`'s caller decides itself.
+    static var decisionThreadBacklog: Int { 2 }
 
     /// One `offers.best` question, its params checked.
     private struct BestQuery: Sendable {

@@ -1,0 +1,66 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import OfferGateway
+
+@Suite struct WorkThreadTests {
+    /// The kernel names of this process's threads (/proc/self/task/*/comm).
+    static func threadNames() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { task in
+            try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// Waits (bounded) until `condition` holds; whether it did.
+    static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
+        for _ in 0..<500 {
+            if try condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try condition()
+    }
+
+    @Test("jobs run in the order submitted, each once, and the backlog empties")
+    func runsInOrder() async throws {
+        let thread = WorkThread(name: "wt-order")
+        let seen = Mutex<[Int]>([])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            for i in 0..<5_000 {
+                thread.submit {
+                    seen.withLock { $0.append(i) }
+                    if i == 4_999 { done.resume() }
+                }
+            }
+        }
+        #expect(seen.withLock { $0 } == Array(0..<5_000))
+        #expect(try await Self.eventually { thread.finished == 5_000 && thread.backlog == 0 })
+    }
+
+    @Test("the backlog counts jobs waiting and running")
+    func backlogCountsWaitingJobs() async throws {
+        let thread = WorkThread(name: "wt-backlog")
+        let gate = DispatchSemaphore(value: 0)
+        thread.submit { gate.wait() }
+        thread.submit {}
+        thread.submit {}
+        #expect(thread.backlog == 3)
+        #expect(thread.finished == 0)
+        gate.signal()
+        #expect(try await Self.eventually { thread.backlog == 0 && thread.finished == 3 })
+    }
+
+    @Test("its thread starts at the first job and ends when the owner is released")
+    func threadEndsWithItsOwner() async throws {
+        let name = "wt-\(UInt32.random(in: 0..<100_000_000))"
+        var thread: WorkThread? = WorkThread(name: name)
+        #expect(try !Self.threadNames().contains(name), "no thread before the first job")
+        let ran = Mutex(false)
+        thread?.submit { ran.withLock { $0 = true } }
+        #expect(try await Self.eventually { ran.withLock { $0 } })
+        #expect(try Self.threadNames().contains(name))
+        thread = nil
+        #expect(try await Self.eventually { try !Self.threadNames().contains(name) })
+    }
+}
