@@ -9,6 +9,19 @@ struct CodingTests {
         PostgresCell(bytes: text.map { Array($0.utf8)[...] }, type: type, columnName: name, columnIndex: 0)
     }
 
+    @Test("text-like columns and user-defined types decode as String; others are refused")
+    func stringDecodesTextLikeColumnsOnly() throws {
+        for type in [PostgresDataType.text, .varchar, .bpchar, .name, .unknown, .json, .jsonb, .uuid, .numeric] {
+            #expect(try String.decode(from: cell("v", type)) == "v", "\(type)")
+        }
+        // An enum or citext column: its OID is the database's own (16384 and above).
+        #expect(try String.decode(from: cell("gold", PostgresDataType(16_384))) == "gold")
+        #expect(try String.decode(from: cell("gold", PostgresDataType(91_234))) == "gold")
+        for type in [PostgresDataType.int4, .int8, .bool, .bytea, .timestamptz, PostgresDataType(16_383)] {
+            #expect(throws: PostgresError.self, "\(type)") { try String.decode(from: cell("1", type)) }
+        }
+    }
+
     @Test func interpolationBindsValuesAsPlaceholders() {
         let secret = "x'; DROP TABLE t; --"
         let n: Int64? = nil
