@@ -22,7 +22,7 @@ struct OfferService: Sendable {
     let nonce: @Sendable () -> UUID
     /// `offergate_signatures_total{format}`: counted once the ledger row is committed.
     let signed: Counter
-    /// Where stdio's first answers are decided (`bestNow`); its thread starts at the first.
+    /// Where stdio's decisions over inputs in memory are made (`bestNow`); its thread starts with the first.
     let decisionThread = WorkThread(name: "offer-decisions")
 
     struct EligibilityRequest: Decodable, Sendable {
