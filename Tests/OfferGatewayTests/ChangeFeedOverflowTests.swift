@@ -125,7 +125,9 @@ struct ChangeFeedOverflowTests {
     func statementTimeoutIsNotUnavailable() async throws {
         try await TestDatabase.with { configuration in
             var limited = configuration
-            limited.statementTimeout = .milliseconds(300)
+            // Long enough that the test's ordinary statements (creating the tenants) never reach it on a loaded CI
+            // machine (300 ms did once, with the whole suite running on two cores); the blocked one waits it out.
+            limited.statementTimeout = .seconds(2)
             let gw = try await Self.start(configuration: limited, bufferSize: 16)
             let blocker = PostgresPool(configuration: configuration, maxConnections: 1)
             do {
