@@ -140,13 +140,7 @@ final class EventLoop: @unchecked Sendable {
     func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
         signal(SIGPIPE, SIG_IGN)
-        let thread = Thread { [self] in
-            nameThisThread(threadName)
-            self.run()
-        }
-        thread.name = threadName
-        thread.stackSize = 1 << 20
-        thread.start()
+        startThread(named: threadName, stackSize: 1 << 20) { [self] in self.run() }
     }
 
     /// Runs `work` on the loop thread, soon. From the loop thread itself no wake-up is needed: the inbox is run

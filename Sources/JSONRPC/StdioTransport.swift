@@ -22,12 +22,7 @@ final class BlockingWriter: Sendable {
 
     init(fd: Int32, name: String) {
         self.fd = fd
-        let thread = Thread { [self] in
-            nameThisThread(name)
-            self.run()
-        }
-        thread.name = name
-        thread.start()
+        startThread(named: name) { [self] in self.run() }
     }
 
     /// Buffers above this capacity are not kept for reuse once written (one huge answer must not pin its memory).
@@ -261,12 +256,9 @@ extension RPCServer {
             return
         }
         let (frameLimit, maxInFlight) = (configuration.maxFrameBytes, configuration.maxInFlightPerConnection)
-        let reader = Thread {
-            nameThisThread("jsonrpc-stdio-reader")
+        startThread(named: "jsonrpc-stdio-reader") {
             connection.read(from: input, frameLimit: frameLimit, maxInFlight: maxInFlight)
         }
-        reader.name = "jsonrpc-stdio-reader"
-        reader.start()
         await connection.waitUntilEnded()
         lifecycle.withLock { _ = $0.stdio.removeValue(forKey: info.id) }
     }

@@ -1,7 +1,15 @@
-// The kernel's name for a thread of our own: Foundation's `Thread.name` is not it on Linux.
+// Threads of our own, named for the kernel: Foundation's `Thread.name` is not the kernel's name on Linux.
 import CEpoll
+import Foundation
 
-/// Names the calling thread as `top -H`, `perf` and /proc/<pid>/task/*/comm show it (at most 15 bytes kept).
-public func nameThisThread(_ name: String) {
-    _ = offergate_name_this_thread(name)
+/// Starts a thread running `body`, named `name` both for Foundation and for the kernel, as `top -H`, `perf` and
+/// /proc/<pid>/task/*/comm show it (at most 15 bytes kept there).
+public func startThread(named name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
+    let thread = Thread {
+        _ = offergate_name_this_thread(name)
+        body()
+    }
+    thread.name = name
+    if let stackSize { thread.stackSize = stackSize }
+    thread.start()
 }

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Synchronization
 import Testing
 
@@ -11,15 +12,6 @@ import Testing
             try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
-    }
-
-    /// Waits (bounded) until `condition` holds; whether it did.
-    static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
-        for _ in 0..<500 {
-            if try condition() { return true }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return try condition()
     }
 
     @Test("jobs run in the order submitted, each once, and the backlog empties")
@@ -35,7 +27,7 @@ import Testing
             }
         }
         #expect(seen.withLock { $0 } == Array(0..<5_000))
-        #expect(try await Self.eventually { thread.finished == 5_000 && thread.backlog == 0 })
+        #expect(await eventually { thread.finished == 5_000 && thread.backlog == 0 })
     }
 
     @Test("the backlog counts jobs waiting and running")
@@ -48,7 +40,7 @@ import Testing
         #expect(thread.backlog == 3)
         #expect(thread.finished == 0)
         gate.signal()
-        #expect(try await Self.eventually { thread.backlog == 0 && thread.finished == 3 })
+        #expect(await eventually { thread.backlog == 0 && thread.finished == 3 })
     }
 
     @Test("its thread starts at the first job and ends when the owner is released")
@@ -58,9 +50,9 @@ import Testing
         #expect(try !Self.threadNames().contains(name), "no thread before the first job")
         let ran = Mutex(false)
         thread?.submit { ran.withLock { $0 = true } }
-        #expect(try await Self.eventually { ran.withLock { $0 } })
+        #expect(await eventually { ran.withLock { $0 } })
         #expect(try Self.threadNames().contains(name))
         thread = nil
-        #expect(try await Self.eventually { try !Self.threadNames().contains(name) })
+        #expect(try await eventually { try !Self.threadNames().contains(name) })
     }
 }

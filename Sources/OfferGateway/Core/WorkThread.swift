@@ -1,7 +1,6 @@
 // A thread of its own that runs submitted jobs in order, taken in batches: work moved off a transport's thread
 // without the cooperative pool's task and hand-offs.
 import Dispatch
-import Foundation
 import JSONRPC
 import Synchronization
 
@@ -24,8 +23,7 @@ final class WorkThread: Sendable {
         let submitted = Atomic<Int>(0)
         let finished = Atomic<Int>(0)
 
-        func run(name: String) {
-            nameThisThread(name)
+        func run() {
             var batch: [@Sendable () -> Void] = []
             while true {
                 let ending = state.withLock { s -> Bool in
@@ -78,10 +76,8 @@ final class WorkThread: Sendable {
         if wakeIt { queue.wake.signal() }
         if start {
             // The thread holds the queue, not this object: releasing the owner ends it.
-            let (queue, name) = (queue, name)
-            let thread = Thread { queue.run(name: name) }
-            thread.name = name
-            thread.start()
+            let queue = queue
+            startThread(named: name) { queue.run() }
         }
     }
 }
