@@ -145,20 +145,22 @@ final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop thread, soon. From the loop thread itself no wake-up is needed: the inbox is run
     /// after the events at hand (e.g. a client's next request, queued while it handles an answer, leaves in the
-    /// same write as the others of that turn).
-    func execute(_ work: @escaping @Sendable () -> Void) {
+    /// same write as the others of that turn). Returns false, and drops `work`, once the loop has stopped.
+    @discardableResult
+    func execute(_ work: @escaping @Sendable () -> Void) -> Bool {
         let onLoop = pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) != 0
-        let wake = inbox.withLock { inbox -> Bool in
-            if inbox.closed { return false }
+        let (queued, wake) = inbox.withLock { inbox -> (Bool, Bool) in
+            if inbox.closed { return (false, false) }
             inbox.work.append(work)
-            if onLoop || inbox.wakePending { return false }
+            if onLoop || inbox.wakePending { return (true, false) }
             inbox.wakePending = true
-            return true
+            return (true, true)
         }
         if wake {
             var byte: UInt8 = 1
             _ = Glibc.write(wakeWrite, &byte, 1)
         }
+        return queued
     }
 
     static func now() -> Double {
@@ -211,10 +213,14 @@ final class EventLoop: @unchecked Sendable {
                 runInbox()  // what the tick queued from this thread (no wake-up was sent for it)
             }
         }
-        inbox.withLock {
-            $0.closed = true
-            $0.work = []
+        // What was queued before the loop closed still runs (e.g. a connection handed over by the accepting loop
+        // is registered, then closed below like the others): none of it is lost unseen.
+        let leftover = inbox.withLock { inbox -> [@Sendable () -> Void] in
+            inbox.closed = true
+            defer { inbox.work = [] }
+            return inbox.work
         }
+        for item in leftover { item() }
         for channel in Array(channels.values) { closeChannel(channel, reason: .loopStopped) }
         for listener in Array(listeners.values) { removeListener(listener.id) }
         close(epfd)

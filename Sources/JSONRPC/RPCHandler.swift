@@ -126,6 +126,10 @@ public struct RPCServerConfiguration: Sendable {
     public var maxConnections: Int = 10_000
     /// Close connections with no traffic and nothing in flight for this many seconds (`nil`: never).
     public var idleTimeout: Double? = nil
+    /// Event loop threads that serve socket connections (default 1). Each accepted connection is given to the loop
+    /// with the fewest and stays on it: its reads, frames handled at once and writes never leave that thread. More
+    /// than one lets a busy server use more than one core for its connections' IO and at-once answers.
+    public var eventLoops: Int = 1
     /// JSON nesting limit for incoming frames (default 64).
     public var maxNestingDepth: Int = JSONParsing.defaultMaxDepth
     /// Permissions of Unix socket files (default 0660).

@@ -8,7 +8,8 @@ import Synchronization
 
 /// A JSON-RPC 2.0 server over newline-delimited frames, on Unix sockets, TCP and stdio.
 ///
-/// Socket IO runs on one dedicated epoll thread (non-blocking sockets, per-connection read buffer and write queue);
+/// Socket IO runs on dedicated epoll threads (non-blocking sockets, per-connection read buffer and write queue):
+/// the first loop accepts, and each connection is served by the loop with the fewest (`eventLoops` of them);
 /// complete frames are parsed and handled on Swift tasks, and responses are written back through the loop.
 /// Requests of one connection run concurrently up to `maxInFlightPerConnection`; beyond that the connection is
 /// not read until one completes (back-pressure).
@@ -17,7 +18,10 @@ import Synchronization
 public final class RPCServer<Handler: RPCHandler>: Sendable {
     let handler: Handler
     let configuration: RPCServerConfiguration
-    let loop: EventLoop
+    /// The loop that owns the listeners (and serves connections too).
+    var loop: EventLoop { loops[0].loop }
+    /// Every loop that serves connections, the listeners' first.
+    let loops: [ServingLoop]
     /// Open socket connections (shutdown waits, bounded, for it to reach zero).
     let connections = LiveCount()
     let lifecycle = Mutex<Lifecycle>(Lifecycle())
@@ -39,7 +43,20 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
     {
         self.handler = handler
         self.configuration = configuration
-        self.loop = try EventLoop(name: "rpc-server-loop")
+        self.loops = try (0..<max(configuration.eventLoops, 1)).map { _ throws(JSONRPCError) in
+            ServingLoop(try EventLoop(name: "rpc-server-loop"))
+        }
+    }
+
+    /// A loop and the socket connections it serves (read on the accepting loop to pick one).
+    final class ServingLoop: Sendable {
+        let loop: EventLoop
+        let connections = Atomic<Int>(0)
+        init(_ loop: EventLoop) { self.loop = loop }
+    }
+
+    func startLoops() {
+        for serving in loops { serving.loop.start() }
     }
 
     /// Number of open socket connections.
@@ -57,7 +74,7 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
         guard !isShuttingDown else { throw JSONRPCError(.notRunning, "server is shutting down") }
         let (fd, bound) = try SocketAddress.listen(address, permissions: mode_t(configuration.unixSocketPermissions))
         lifecycle.withLock { $0.boundAddresses.append(bound) }
-        loop.start()
+        startLoops()
         loop.execute { [self] in
             // A shutdown that began meanwhile has already removed the listeners: this one must not outlive it.
             let id = self.loop.addListener(fd: fd, address: bound) { [self] clientFD in
@@ -126,10 +143,13 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
             return
         }
         configuration.logger?(.shutdownStarted)
-        loop.start()
-        loop.execute { [self] in
-            for id in Array(self.loop.listeners.keys) { self.loop.removeListener(id) }
-            for channel in Array(self.loop.channels.values) { self.loop.drain(channel) }
+        startLoops()
+        for serving in loops {
+            let loop = serving.loop
+            loop.execute {
+                for id in Array(loop.listeners.keys) { loop.removeListener(id) }
+                for channel in Array(loop.channels.values) { loop.drain(channel) }
+            }
         }
         let stdioAnswering = LiveCount()
         for connection in stdio {
@@ -144,8 +164,10 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
             _ = await stdioAnswering.waitForZero(until: deadline)
         }.value
         let forced = connectionCount
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            loop.stop { continuation.resume() }
+        for serving in loops {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                serving.loop.stop { continuation.resume() }
+            }
         }
         let (waiters, remaining) = lifecycle.withLock { state in
             state.finished = true
@@ -178,22 +200,38 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
             transport = .tcp
             peer = SocketAddress.peerDescription(fd)
         }
-        let connection = ServerConnection<Handler>(server: self)
+        // Counted now, so the next accept sees the limit, though the connection is registered on its loop later.
+        connections.increment()
+        let serving = loops.min { $0.connections.load(ordering: .relaxed) < $1.connections.load(ordering: .relaxed) }!
+        serving.connections.add(1, ordering: .relaxed)
+        let info = ConnectionInfo(id: ConnectionIDs.next(), transport: transport, listenAddress: address, peer: peer)
+        if serving.loop === loop {
+            serve(fd, info: info, on: serving)
+        } else if !serving.loop.execute({ [self] in self.serve(fd, info: info, on: serving) }) {
+            // That loop has stopped (a shutdown finished meanwhile): the connection is closed unserved.
+            close(fd)
+            serving.connections.subtract(1, ordering: .relaxed)
+            connections.decrement()
+        }
+    }
+
+    /// Registers an accepted connection on the loop that serves it (that loop's thread).
+    func serve(_ fd: Int32, info: ConnectionInfo, on serving: ServingLoop) {
+        let loop = serving.loop
+        let connection = ServerConnection<Handler>(server: self, serving: serving)
         let channel = loop.addChannel(
             readFD: fd, writeFD: fd, isSocket: true, frameLimit: configuration.maxFrameBytes,
             maxInFlight: configuration.maxInFlightPerConnection, idleTimeout: configuration.idleTimeout,
             handler: connection)
-        let info = ConnectionInfo(
-            id: ConnectionIDs.next(), transport: transport, listenAddress: address, peer: peer)
         let channelID = channel.id
-        let loop = self.loop
         connection.info = info
         connection.dispatcher = ConnectionDispatcher(
             handler: handler, info: info, maxDepth: configuration.maxNestingDepth,
             sendFrame: { bytes in loop.execute { loop.write(channelID, bytes) } },
             complete: { bytes in loop.execute { loop.complete(channelID, response: bytes) } })
-        connections.increment()
         configuration.logger?(.accepted(info))
+        // Accepted before a shutdown began but registered after its drain reached this loop: drained now.
+        if isShuttingDown { loop.drain(channel) }
     }
 }
 
@@ -206,17 +244,21 @@ public enum ConnectionIDs {
 /// The loop-side owner of one server connection.
 final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
     let server: RPCServer<Handler>
+    let serving: RPCServer<Handler>.ServingLoop
     var dispatcher: ConnectionDispatcher<Handler>?
     var info: ConnectionInfo?
 
-    init(server: RPCServer<Handler>) { self.server = server }
+    init(server: RPCServer<Handler>, serving: RPCServer<Handler>.ServingLoop) {
+        self.server = server
+        self.serving = serving
+    }
 
     func channelFrame(_ frame: [UInt8], channel: Channel) -> Bool {
         guard let dispatcher else { return false }
         switch dispatcher.dispatch(frame) {
         case .started: return true
         case .answered(let response):
-            if let response { server.loop.write(channel) { response.appendFrame(to: &$0) } }
+            if let response { serving.loop.write(channel) { response.appendFrame(to: &$0) } }
             return false
         case .dropped: return false
         }
@@ -224,7 +266,7 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
 
     func channelFrameTooLarge(channel: Channel) {
         let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: channel.framer.limit)))
-        server.loop.write(channel, ConnectionDispatcher<Handler>.frame(response))
+        serving.loop.write(channel, ConnectionDispatcher<Handler>.frame(response))
         if let info { server.configuration.logger?(.frameTooLarge(info)) }
     }
 
@@ -232,6 +274,7 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
         // Requests still running lose their client: `closed()` cancels them.
         dispatcher?.closed()
         if let info { server.configuration.logger?(.closed(info, reason: reason.rawValue)) }
+        serving.connections.subtract(1, ordering: .relaxed)
         server.connections.decrement()
     }
 }

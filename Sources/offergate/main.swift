@@ -57,6 +57,10 @@ let serveSpec = CommandSpec(
         .option("max-connections", "N", "Connections accepted at once.", default: "10000"),
         .option("idle-timeout", "SECONDS", "Close connections idle this long (0: never).", default: "300"),
         .option("max-in-flight", "N", "Requests in flight per connection before reading pauses.", default: "128"),
+        .option(
+            "event-loops", "N",
+            "Threads serving --listen connections' IO and at-once answers; each connection stays on one (default: the number of cores)."
+        ),
         .option("frame-limit", "BYTES", "Longest request line accepted.", default: "1048576"),
         .option("rate-limit", "PER_SECOND", "Requests a second per tenant (0: unlimited).", default: "0"),
         .option("rate-burst", "N", "Requests a tenant may send at once after a pause (default: the rate)."),
@@ -199,6 +203,7 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     rpc.idleTimeout = idle > 0 ? idle : nil
     rpc.maxInFlightPerConnection = try command.integer("max-in-flight", in: 1...65_536) ?? rpc.maxInFlightPerConnection
     rpc.maxFrameBytes = try command.integer("frame-limit", in: 1_024...(256 << 20)) ?? rpc.maxFrameBytes
+    rpc.eventLoops = try command.integer("event-loops", in: 1...256) ?? ProcessInfo.processInfo.activeProcessorCount
     var http = HTTPServerConfiguration()
     http.maxBodyBytes = rpc.maxFrameBytes
     http.maxConnections = rpc.maxConnections

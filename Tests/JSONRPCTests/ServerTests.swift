@@ -246,6 +246,50 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         await server.run()  // returns immediately after shutdown
     }
 
+    /// With several loops, each accepted connection goes to the loop serving the fewest, and everything it sends
+    /// is answered on that loop's thread; shutdown drains the connections of every loop.
+    @Test func connectionsAreSpreadOverTheLoopsAndStayOnTheirOwn() async throws {
+        let handler = TestHandler()
+        let server = try RPCServer(handler: handler, configuration: serverConfig { $0.eventLoops = 3 })
+        let address = try server.listen(.unix(path: tempSocketPath()))
+        var clients: [RPCClient] = []
+        var threads: [JSONValue] = []
+        for _ in 0..<6 {
+            let client = try await RPCClient.connect(to: address)
+            clients.append(client)
+            let thread = try await client.call(method: "thread")
+            for _ in 0..<3 { #expect(try await client.call(method: "thread") == thread) }
+            threads.append(thread)
+        }
+        // Connected one after another: three loops, two connections each, and the loops are three threads.
+        #expect(Set(threads).count == 3)
+        #expect(Dictionary(grouping: threads, by: { $0 }).values.map(\.count).sorted() == [2, 2, 2])
+        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
+            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+        }
+        #expect(names.filter { $0.hasPrefix("rpc-server-loop") }.count >= 3, "\(names.sorted())")
+        // A closed connection frees its loop's place: the next one goes there.
+        clients.removeFirst().close()
+        #expect(await eventually { server.connectionCount == 5 })
+        let replacement = try await RPCClient.connect(to: address)
+        #expect(try await replacement.call(method: "thread") == threads[0])
+        clients.append(replacement)
+        // Requests in flight on every loop are answered, and every loop's connections closed, before shutdown
+        // returns (a loop left undrained would keep its connections open for the whole grace period).
+        let answers = clients.enumerated().map { index, client in
+            Task { try await client.call(method: "held", params: ["i": .int(index)]) }
+        }
+        #expect(await eventually { handler.laterTaken.load(ordering: .relaxed) == clients.count })
+        let started = ContinuousClock.now
+        let shutdown = Task { await server.shutdown(gracePeriod: .seconds(60)) }
+        #expect(await eventually { server.isShuttingDown })
+        handler.releaseHeld()
+        await shutdown.value
+        #expect(ContinuousClock.now - started < .seconds(30))
+        for (index, answer) in answers.enumerated() { #expect(try await answer.value == ["held": ["i": .int(index)]]) }
+        #expect(server.connectionCount == 0)
+    }
+
     @Test func shutdownGracePeriodIsBoundedAndCancelsWhatStillRuns() async throws {
         let handler = TestHandler()
         let server = try RPCServer(handler: handler)

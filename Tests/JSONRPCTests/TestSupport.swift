@@ -46,9 +46,11 @@ final class TestHandler: RPCHandler {
     }
 
     /// "now" is answered at once (`{"now": params}`); "maybeNow" only when its params say `"now": true`; "later"
-    /// (`{"ms": n}`) is answered without a task, from a Dispatch thread after n ms (`{"later": params}`).
+    /// (`{"ms": n}`) is answered without a task, from a Dispatch thread after n ms (`{"later": params}`);
+    /// "thread" at once with the answering thread's `pthread_self()` (a socket's: its loop's).
     func answerNow(_ request: RPCRequest, session: TestSession, context: RPCContext) -> RPCNowAnswer? {
         switch request.method {
+        case "thread": return .answered(.success(.int(Int(bitPattern: UInt(pthread_self())))))
         case "now": break
         case "maybeNow" where request.params?["now"] == true: break
         case "later":
