@@ -59,7 +59,7 @@ let serveSpec = CommandSpec(
         .option("max-in-flight", "N", "Requests in flight per connection before reading pauses.", default: "128"),
         .option(
             "event-loops", "N",
-            "Threads serving --listen connections' IO and at-once answers; each connection stays on one (default: the number of cores)."
+            "Threads serving --listen connections' IO and at-once answers; each connection stays on one (default: one fewer than the cores, at least 1)."
         ),
         .option("frame-limit", "BYTES", "Longest request line accepted.", default: "1048576"),
         .option("rate-limit", "PER_SECOND", "Requests a second per tenant (0: unlimited).", default: "0"),
@@ -203,7 +203,10 @@ func runServe(_ command: ParsedCommand) async throws -> Int32 {
     rpc.idleTimeout = idle > 0 ? idle : nil
     rpc.maxInFlightPerConnection = try command.integer("max-in-flight", in: 1...65_536) ?? rpc.maxInFlightPerConnection
     rpc.maxFrameBytes = try command.integer("frame-limit", in: 1_024...(256 << 20)) ?? rpc.maxFrameBytes
-    rpc.eventLoops = try command.integer("event-loops", in: 1...256) ?? ProcessInfo.processInfo.activeProcessorCount
+    // One core is left to the rest of the gateway (the database connections' threads decode rows, decide first
+    // answers and commit batches); on two cores, two loops measured mixed (docs/decisions/013-several-event-loops.md).
+    rpc.eventLoops =
+        try command.integer("event-loops", in: 1...256) ?? max(1, ProcessInfo.processInfo.activeProcessorCount - 1)
     var http = HTTPServerConfiguration()
     http.maxBodyBytes = rpc.maxFrameBytes
     http.maxConnections = rpc.maxConnections

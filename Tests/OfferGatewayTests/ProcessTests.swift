@@ -135,7 +135,8 @@ struct SignalTests {
             defer { unlink(logPath) }
             let process = try ChildProcess.spawn(
                 SpawnedGateway.binary.path,
-                ["serve", "--listen", "unix:\(path)", "--database-url", configuration.conninfo],
+                // Three loops: the request in flight is on a loop other than the accepting one (`holder` below).
+                ["serve", "--listen", "unix:\(path)", "--database-url", configuration.conninfo, "--event-loops", "3"],
                 environment: environment, stderr: logPath)
             defer { if process.isRunning { process.kill() } }
             let up = await eventually(timeout: .seconds(20)) {
@@ -146,9 +147,18 @@ struct SignalTests {
                 return (try? await client.call(method: "system.ping", timeout: .seconds(5))) == .object([:])
             }
             #expect(up)
+            // Each connection goes to the loop serving the fewest: an idle one first takes (at most) the first.
+            let holder = try await RPCClient.connect(to: "unix:\(path)")
+            defer { holder.close() }
+            #expect(try await holder.call(method: "system.ping") == .object([:]))
             let client = try await RPCClient.connect(to: "unix:\(path)")
             defer { client.close() }
             #expect(try await client.call(method: "system.health")["database"] == "ok")
+            let loops = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.pid)/task").filter {
+                (try? String(contentsOfFile: "/proc/\(process.pid)/task/\($0)/comm", encoding: .utf8))?
+                    .hasPrefix("rpc-server-loop") == true
+            }
+            #expect(loops.count == 3)
             _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(adminKey)])
             try await SpawnedGateway.createTenantWithCatalog(client)
             // A request in flight when SIGTERM arrives is still answered. To make "in flight" certain rather than

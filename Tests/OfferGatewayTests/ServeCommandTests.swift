@@ -98,6 +98,7 @@ struct ServeCommandTests {
         (["serve"], "say where to serve"),
         (["serve", "--listen", "http://x"], "--listen"),
         (["serve", "--stdio", "--pool-size", "0"], "--pool-size"),
+        (["serve", "--stdio", "--event-loops", "0"], "--event-loops"),
         (["frobnicate"], "unknown command 'frobnicate'"),
         (["serve", "--stdio", "--apple-root-cert", "/nonexistent/root.pem"], "--apple-root-cert: cannot read"),
         (
