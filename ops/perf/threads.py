@@ -6,7 +6,7 @@
 Waits for an `offer-load … --rate …` process, lets it run `--delay` seconds (3), then reads every gateway thread's
 user + system time from /proc/<pid>/task/*/stat at the start and end of `--window` seconds (4) and prints, by
 thread name, busiest first: the share of one core, how many threads, the busiest one's share. Names are Linux's
-15 bytes: the event loop is `rpc-server-loop`, a Dispatch worker (a pool connection's queue) `-qos.overcommit`, a
+15 bytes: an event loop is `rpc-server-loop` (as many as `--event-loops`), a Dispatch worker (a pool connection's queue) `-qos.overcommit`, a
 cooperative-pool thread `oot.default-qos`.
 """
 import argparse
