@@ -144,9 +144,6 @@ struct JSONParser {
             depth -= 1
             return .object(JSONObject(uncheckedMembers: members))
         }
-        // A request has three or four members and most params a few: one allocation, not one per doubling
-        // (the regrowth was 2.5 % of a remembered offers.best answer's CPU in B4's profile).
-        members.reserveCapacity(4)
         repeat {
             try expectKey()
             let keyOffset = index
