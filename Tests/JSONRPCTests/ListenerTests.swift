@@ -62,10 +62,7 @@ import Testing
         let bound = try server.listen(.tcp(host: "127.0.0.1", port: 0))
         let client = try await RPCClient.connect(to: bound)
         #expect(try await client.call(method: "echo", params: [1]) == [1])
-        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")
-        let names = Set(
-            tasks.compactMap { try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8) }
-                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        let names = Set(try threadNames())
         #expect(names.contains("rpc-server-loop"), "\(names.sorted())")
         #expect(names.contains("rpc-client-loop"), "\(names.sorted())")
         client.close()

@@ -264,10 +264,8 @@ func errorCode(of value: JSONValue) -> Int64? { value["error"]?["code"]?.int64Va
         // Connected one after another: three loops, two connections each, and the loops are three threads.
         #expect(Set(threads).count == 3)
         #expect(Dictionary(grouping: threads, by: { $0 }).values.map(\.count).sorted() == [2, 2, 2])
-        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
-            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
-        }
-        #expect(names.filter { $0.hasPrefix("rpc-server-loop") }.count >= 3, "\(names.sorted())")
+        let names = try threadNames()
+        #expect(names.filter { $0 == "rpc-server-loop" }.count >= 3, "\(names.sorted())")
         // A closed connection frees its loop's place: the next one goes there.
         clients.removeFirst().close()
         #expect(await eventually { server.connectionCount == 5 })

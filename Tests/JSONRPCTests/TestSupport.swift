@@ -227,6 +227,15 @@ final class TestEvent: Sendable {
     }
 }
 
+/// The kernel's names of this process's threads (/proc/self/task/*/comm; OfferTestSupport has the same for the
+/// targets that depend on it, which this leaf module's tests do not).
+func threadNames() throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
+        try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
 /// Waits (polling) until `condition` holds or `timeout` passes; returns whether it held.
 func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()

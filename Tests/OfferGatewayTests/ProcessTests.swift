@@ -154,11 +154,7 @@ struct SignalTests {
             let client = try await RPCClient.connect(to: "unix:\(path)")
             defer { client.close() }
             #expect(try await client.call(method: "system.health")["database"] == "ok")
-            let loops = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.pid)/task").filter {
-                (try? String(contentsOfFile: "/proc/\(process.pid)/task/\($0)/comm", encoding: .utf8))?
-                    .hasPrefix("rpc-server-loop") == true
-            }
-            #expect(loops.count == 3)
+            #expect(try threadNames(of: process.pid).filter { $0 == "rpc-server-loop" }.count == 3)
             _ = try await client.call(method: "session.authenticate", params: ["apiKey": .string(adminKey)])
             try await SpawnedGateway.createTenantWithCatalog(client)
             // A request in flight when SIGTERM arrives is still answered. To make "in flight" certain rather than

@@ -6,14 +6,6 @@ import Testing
 @testable import OfferGateway
 
 @Suite struct WorkThreadTests {
-    /// The kernel names of this process's threads (/proc/self/task/*/comm).
-    static func threadNames() throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { task in
-            try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-    }
-
     @Test("jobs run in the order submitted, each once, and the backlog empties")
     func runsInOrder() async throws {
         let thread = WorkThread(name: "wt-order")
@@ -47,12 +39,12 @@ import Testing
     func threadEndsWithItsOwner() async throws {
         let name = "wt-\(UInt32.random(in: 0..<100_000_000))"
         var thread: WorkThread? = WorkThread(name: name)
-        #expect(try !Self.threadNames().contains(name), "no thread before the first job")
+        #expect(try !threadNames().contains(name), "no thread before the first job")
         let ran = Mutex(false)
         thread?.submit { ran.withLock { $0 = true } }
         #expect(await eventually { ran.withLock { $0 } })
-        #expect(try Self.threadNames().contains(name))
+        #expect(try threadNames().contains(name))
         thread = nil
-        #expect(try await eventually { try !Self.threadNames().contains(name) })
+        #expect(try await eventually { try !threadNames().contains(name) })
     }
 }
