@@ -5,8 +5,8 @@ import Synchronization
 /// A change to stored data that other gateway processes may hold cached, as announced by the database itself
 /// (triggers `NOTIFY` on every write, whichever process made it; see migrations 0001, 0002 and 0003).
 public enum StoreChange: Sendable, Hashable {
-    /// The tenant's catalog (groups, products, offers), its signing keys or its settings (`tenants.update`: app
-    /// Apple id, Sandbox/Xcode flags; migration 0003) changed. One announcement stands for all (the schema does not
+    /// The tenant's catalog (groups, products, offers), its signing keys, its settings (`tenants.update`: app
+    /// Apple id, Sandbox/Xcode flags; migration 0003) or its API keys (migration 0013) changed. One announcement stands for all (the schema does not
     /// tell them apart, and gateways of different versions share a database): drop them all.
     case catalogOrSigningKeys(tenant: UUID)
     /// The subscription history of one customer of the tenant changed: recorded transactions, or Apple's data
@@ -111,7 +111,8 @@ public final class ChangeFeed: Sendable {
     /// Buffer size unless told otherwise: a burst of this many distinct changes waits for a slow consumer.
     public static let defaultBufferSize = 4_096
 
-    /// The channel catalog and signing-key changes are announced on, with the tenant id (migrations/0001).
+    /// The channel catalog, signing-key, tenant-settings and API-key changes are announced on, with the tenant id
+    /// (migrations 0001, 0003, 0013).
     static let catalogChannel = "offergate_catalog"
     /// The channel changes to a customer's transactions are announced on, `<tenant>:<customer>` (migrations/0002).
     static let customerChannel = "offergate_customer"

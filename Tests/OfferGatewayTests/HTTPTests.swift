@@ -292,6 +292,60 @@ struct HTTPTests {
         }
     }
 
+    @Test("a Bearer key is read once, then found in memory; rotated here, or revoked by another writer, it is refused")
+    func bearerKeysRemembered() async throws {
+        try await Self.withTenant { gw, admin, key in
+            let best: JSONValue = ["customerId": "key-cache-1", "productId": "monthly"]
+            @Sendable func status(_ key: String) async throws -> Int {
+                do {
+                    _ = try await HTTPRPCClient(gw, apiKey: key).call(method: "offers.best", params: best)
+                    return 200
+                } catch let error as RPCError {
+                    return error.code == -32001 ? 401 : Int(error.code)
+                }
+            }
+            /// `offergate_cache_{hits,misses}_total{cache="api_keys"}` from /metrics.
+            @Sendable func lookups() async throws -> (hits: Double, misses: Double) {
+                let text = try await gw.httpConnection().send("GET", "/metrics").text
+                func sample(_ family: String) -> Double {
+                    let prefix = family + #"{cache="api_keys"} "#
+                    let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) }
+                    return line.flatMap { Double($0.dropFirst(prefix.count)) } ?? -1
+                }
+                return (sample("offergate_cache_hits_total"), sample("offergate_cache_misses_total"))
+            }
+            // The tenant's setup (catalog, signing key) is announced on the change feed too, and each announcement
+            // forgets the keys: wait until one request's key stays remembered.
+            #expect(try await status(key) == 200)
+            #expect(
+                try await eventually {
+                    let before = try await lookups()
+                    _ = try await status(key)
+                    return try await lookups().hits == before.hits + 1
+                })
+            let before = try await lookups()
+            for _ in 0..<5 { #expect(try await status(key) == 200) }
+            let after = try await lookups()
+            #expect(after.hits - before.hits >= 4, "\(before) → \(after): keys read again instead of remembered")
+
+            // Rotated through this gateway: the old key is refused at once, the new one works.
+            let rotated = try #require(
+                try await admin.call(method: "tenants.rotateApiKey", params: ["tenant": "web-app"])["apiKey"]?
+                    .stringValue)
+            #expect(try await status(key) == 401)
+            #expect(try await status(rotated) == 200)
+            #expect(try await status(rotated) == 200)
+
+            // Revoked by another writer (straight in the database): refused once the change feed announces it.
+            let revoked = try await gw.count(
+                "WITH r AS (UPDATE api_keys SET revoked_at = now() WHERE revoked_at IS NULL RETURNING 1) SELECT count(*)::int8 FROM r"
+            )
+            #expect(revoked == 1)
+            #expect(try await eventually { try await status(rotated) == 401 })
+            #expect(try await status(key) == 401)
+        }
+    }
+
     @Test("/metrics: parsed by prometheus_client; every family of point 3; bounded labels; counts follow requests")
     func metrics() async throws {
         try await Self.withTenant { gw, _, key in

@@ -279,6 +279,47 @@ final class TenantDirectory: Sendable {
     func invalidateAll(keepingNew: Bool = true) { bySlug.invalidateAll(keepingNew: keepingNew) }
 }
 
+/// Live tenant API keys by their lookup (the public middle of `og_<lookup>_<secret>`): the tenant each speaks for and
+/// the key's SHA-256, never the key. A request authenticated on its own (HTTP's `Authorization: Bearer`) then costs
+/// no query once its key was seen, and still compares the presented key's hash in constant time. Only keys found
+/// live are kept (an unknown or revoked lookup is asked again each time, so made-up keys cannot fill the cache);
+/// any change to a tenant's keys or settings, here or in another process (announced like a catalog change,
+/// migration 0013), forgets every key, as `TenantDirectory` forgets every tenant.
+final class ApiKeyDirectory: Sendable {
+    struct Entry: Sendable {
+        /// The tenant as stored when the key was read (its settings are as current as `TenantDirectory`'s).
+        let tenant: TenantRecord
+        /// SHA-256 of the whole key.
+        let hash: [UInt8]
+    }
+
+    private let repository: TenantRepository
+    private let byLookup = KeyedCache<String, Entry>(capacity: 10_000)
+    var lookupCount: CacheLookupCount { byLookup.lookupCount("api_keys") }
+
+    init(repository: TenantRepository) {
+        self.repository = repository
+    }
+
+    /// The live key with this lookup, from memory or the database; nil when there is none.
+    func find(lookup: String) async throws -> Entry? {
+        let repository = repository
+        do {
+            return try await byLookup.value(for: lookup) {
+                guard let found = try await repository.findApiKey(lookup: lookup) else { throw NoLiveKey() }
+                return Entry(tenant: found.tenant, hash: found.hash)
+            }
+        } catch is NoLiveKey {
+            return nil
+        }
+    }
+
+    /// A load's outcome for a lookup with no live key: thrown so that `KeyedCache` does not keep it.
+    private struct NoLiveKey: Error {}
+
+    func invalidateAll(keepingNew: Bool = true) { byLookup.invalidateAll(keepingNew: keepingNew) }
+}
+
 /// The campaign behind each custom (vanity) code. A code never changes campaign, and the parts of a campaign that
 /// can change, its deactivation and counters, are re-read under lock by every redemption batch; one-time codes are
 /// never kept (each is redeemed once, so a cached lookup would rarely be asked again).
@@ -336,6 +377,7 @@ final class ClaimedCampaignCache: Sendable {
 /// Every cache of one gateway process, and the one place that drops their entries after a change.
 final class GatewayCaches: Sendable {
     let tenants: TenantDirectory
+    let apiKeys: ApiKeyDirectory
     let catalogs: CatalogCache
     let signers: SignerCache
     let customers: CustomerCache
@@ -349,6 +391,7 @@ final class GatewayCaches: Sendable {
 
     init(database: OfferDatabase, sealer: KeySealer, options: GatewayOptions) {
         tenants = TenantDirectory(repository: database.tenants)
+        apiKeys = ApiKeyDirectory(repository: database.tenants)
         catalogs = CatalogCache(repository: database.catalog, tenants: database.tenants)
         signers = SignerCache(repository: database.signingKeys, sealer: sealer)
         customers = CustomerCache(repository: database.customerRecords, capacity: options.customerCacheSize)
@@ -384,15 +427,16 @@ final class GatewayCaches: Sendable {
     /// Every cache's hits, misses and entries (for the metrics).
     var lookupCounts: [CacheLookupCount] {
         [
-            tenants.lookupCount, catalogs.lookupCount, signers.lookupCount, customers.lookupCount,
-            decisions.lookupCount, customCodes.lookupCount,
+            tenants.lookupCount, apiKeys.lookupCount, catalogs.lookupCount, signers.lookupCount,
+            customers.lookupCount, decisions.lookupCount, customCodes.lookupCount,
         ]
     }
 
-    /// Drops one tenant's catalog, settings and signer (remembered answers over the old catalog are never served
-    /// again).
+    /// Drops one tenant's catalog, settings, signer and API keys (remembered answers over the old catalog are never
+    /// served again). Keys are kept by lookup, not by tenant, and change rarely: every tenant's are dropped.
     func invalidate(tenant: UUID) {
         tenants.invalidate(tenant)
+        apiKeys.invalidateAll()
         catalogs.invalidate(tenant)
         signers.invalidate(tenant)
         retention.invalidate(tenant)
@@ -410,6 +454,7 @@ final class GatewayCaches: Sendable {
     /// they were made from, so none is served meanwhile either.
     func invalidateAll(keepingNew: Bool = true) {
         tenants.invalidateAll(keepingNew: keepingNew)
+        apiKeys.invalidateAll(keepingNew: keepingNew)
         catalogs.invalidateAll(keepingNew: keepingNew)
         signers.invalidateAll(keepingNew: keepingNew)
         customers.invalidateAll(keepingNew: keepingNew)

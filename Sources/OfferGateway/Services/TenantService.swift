@@ -67,10 +67,12 @@ struct TenantService: Sendable {
         try await repository.list()
     }
 
-    /// A fresh API key for `tenant`; the old one stops working at once.
+    /// A fresh API key for `tenant`; the old one stops working at once for new authentications (here at once, in
+    /// other gateways when the change feed announces it).
     func rotateApiKey(_ tenant: TenantRecord) async throws -> String {
         let (key, stored) = try ApiKeys.generate()
         try await repository.rotateApiKey(tenant: tenant.id, newKey: stored)
+        caches.invalidate(tenant: tenant.id)
         logger.info("tenant API key rotated", ["tenant": tenant.slug])
         return key
     }
@@ -80,11 +82,12 @@ struct TenantService: Sendable {
         try await directory.find(slug: slug)
     }
 
-    /// Who `apiKey` speaks for: the admin, or one tenant (compared in constant time); -32001 otherwise.
+    /// Who `apiKey` speaks for: the admin, or one tenant (compared in constant time); -32001 otherwise. A key seen
+    /// live before is found in memory (``ApiKeyDirectory``): no query.
     func authenticate(apiKey: String) async throws -> Principal {
         let digest = SHA256.hash(apiKey)
         if let adminKeyDigest, ConstantTime.equals(digest, adminKeyDigest) { return .admin }
-        guard let lookup = ApiKeys.lookup(of: apiKey), let found = try await repository.findApiKey(lookup: lookup),
+        guard let lookup = ApiKeys.lookup(of: apiKey), let found = try await caches.apiKeys.find(lookup: lookup),
             ConstantTime.equals(digest, found.hash)
         else {
             throw GatewayError.unauthenticated("invalid API key", reason: "invalid_api_key")
