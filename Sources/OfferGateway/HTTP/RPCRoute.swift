@@ -50,13 +50,23 @@ enum RPCRoute {
         .json(200, JSONSerializer.serialize(request.gateway.openRPCDocument))
     }
 
-    /// The key of `Bearer <key>` (scheme case-insensitive, RFC 7235); nil for no header. Another scheme is a key
-    /// that cannot match (so: 401).
+    /// The key of `Bearer <key>` (scheme case-insensitive, RFC 7235; spaces and tabs around it ignored); nil for no
+    /// header. Another scheme, or none, is a key that cannot match (so: 401). Read over the header's bytes: it runs
+    /// on every request, and Foundation's `trimmingCharacters` cost ~6 µs of it (docs/perf/README.md, session 18).
     static func bearerKey(_ header: String?) -> String? {
         guard let header else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return "" }
-        return String(parts[1].trimmingCharacters(in: .whitespaces))
+        let utf8 = header.utf8
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        guard let schemeStart = utf8.firstIndex(where: { !isSpace($0) }) else { return "" }
+        let schemeEnd = utf8[schemeStart...].firstIndex(where: isSpace) ?? utf8.endIndex
+        let scheme = utf8[schemeStart..<schemeEnd]
+        // ASCII letters only: `| 0x20` lowers a capital and leaves a small letter as it is.
+        guard scheme.elementsEqual("bearer".utf8, by: { $0 | 0x20 == $1 }),
+            let keyStart = utf8[schemeEnd...].firstIndex(where: { !isSpace($0) })
+        else { return "" }
+        var keyEnd = utf8.endIndex
+        while case let last = utf8.index(before: keyEnd), isSpace(utf8[last]) { keyEnd = last }
+        return String(header[keyStart..<keyEnd])
     }
 
     /// Whether an unauthenticated answer refused something for want of a key (-32001 anywhere in it).

@@ -15,17 +15,27 @@ enum ApiKeys {
         return (key, StoredApiKey(lookup: lookup, hash: SHA256.hash(key)))
     }
 
-    /// The lookup handle of a key that has the right shape, else nil.
+    /// The lookup handle of a key that has the right shape (`og_`, 12 then 32 characters of `alphabet` around a
+    /// `_`), else nil. Checked over the key's bytes: it runs for every HTTP request's `Authorization` header.
     static func lookup(of key: String) -> String? {
-        let parts = key.split(separator: "_", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "og", parts[1].utf8.count == 12, parts[2].utf8.count == 32 else {
-            return nil
+        let utf8 = key.utf8
+        guard utf8.count == 3 + 12 + 1 + 32, utf8.starts(with: "og_".utf8) else { return nil }
+        let lookupStart = utf8.index(utf8.startIndex, offsetBy: 3)
+        let lookupEnd = utf8.index(lookupStart, offsetBy: 12)
+        guard utf8[lookupEnd] == UInt8(ascii: "_"),
+            utf8[lookupStart..<lookupEnd].allSatisfy(isAlphabet),
+            utf8[utf8.index(after: lookupEnd)...].allSatisfy(isAlphabet)
+        else { return nil }
+        return String(key[lookupStart..<lookupEnd])
+    }
+
+    /// Whether `byte` is a letter of `alphabet` (a-z without l and o, 2-9).
+    private static func isAlphabet(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): byte != UInt8(ascii: "l") && byte != UInt8(ascii: "o")
+        case UInt8(ascii: "2")...UInt8(ascii: "9"): true
+        default: false
         }
-        let allowed = Set(alphabet)
-        guard parts[1].utf8.allSatisfy(allowed.contains), parts[2].utf8.allSatisfy(allowed.contains) else {
-            return nil
-        }
-        return String(parts[1])
     }
 
     private static func randomString(count: Int) throws -> String {
