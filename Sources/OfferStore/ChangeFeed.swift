@@ -3,11 +3,12 @@ import Postgres
 import Synchronization
 
 /// A change to stored data that other gateway processes may hold cached, as announced by the database itself
-/// (triggers `NOTIFY` on every write, whichever process made it; see migrations 0001, 0002 and 0003).
+/// (triggers `NOTIFY` on every write, whichever process made it; see migrations 0001, 0002, 0003 and 0013).
 public enum StoreChange: Sendable, Hashable {
     /// The tenant's catalog (groups, products, offers), its signing keys, its settings (`tenants.update`: app
-    /// Apple id, Sandbox/Xcode flags; migration 0003) or its API keys (migration 0013) changed. One announcement stands for all (the schema does not
-    /// tell them apart, and gateways of different versions share a database): drop them all.
+    /// Apple id, Sandbox/Xcode flags; migration 0003) or its API keys (migration 0013) changed. One announcement
+    /// stands for all (the schema does not tell them apart, and gateways of different versions share a database):
+    /// drop them all.
     case catalogOrSigningKeys(tenant: UUID)
     /// The subscription history of one customer of the tenant changed: recorded transactions, or Apple's data
     /// (transactions and renewal infos, including ones a link just gave them).

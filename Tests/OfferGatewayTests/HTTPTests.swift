@@ -338,8 +338,10 @@ struct HTTPTests {
 
             // Revoked by another writer (straight in the database): refused once the change feed announces it.
             let revoked = try await gw.count(
-                "WITH r AS (UPDATE api_keys SET revoked_at = now() WHERE revoked_at IS NULL RETURNING 1) SELECT count(*)::int8 FROM r"
-            )
+                """
+                WITH r AS (UPDATE api_keys SET revoked_at = now() WHERE revoked_at IS NULL RETURNING 1)
+                SELECT count(*)::int8 FROM r
+                """)
             #expect(revoked == 1)
             #expect(try await eventually { try await status(rotated) == 401 })
             #expect(try await status(key) == 401)
