@@ -86,6 +86,13 @@ struct Refusal: Sendable {
 /// What the application does with a request. Runs on a Swift task (never on libmicrohttpd's threads).
 public typealias HTTPRequestHandler = @Sendable (HTTPRequest) async -> HTTPResponse
 
+/// Answers a complete request without a task when it can: takes it (true) and calls `respond` exactly once, at once
+/// on the calling thread or later from any thread; or leaves it (false, `respond` never called) to the
+/// `HTTPRequestHandler`, which must then give the same answer. Runs on libmicrohttpd's thread, which serves other
+/// connections meanwhile: it must never block or suspend, nor do more than a lookup's or a signature's work.
+public typealias HTTPImmediateHandler =
+    @Sendable (HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool
+
 /// Connection-level events for logs. Never carries payloads or header values.
 public enum HTTPLogEvent: Sendable, Hashable {
     case listening(ListenAddress)
@@ -112,7 +119,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// A request's header fields and body must have arrived within this time of the connection's previous request
     /// ending (or of its accept); otherwise the connection is shut down (slowloris). Default 20 s.
     public var requestTimeout: Duration = .seconds(20)
-    /// libmicrohttpd's epoll threads per listen address (IO only: handlers run on Swift tasks). Default 2.
+    /// libmicrohttpd's epoll threads per listen address (IO, and the immediate handler's at-once answers; handlers
+    /// run on Swift tasks). Default 2.
     public var threads: Int = 2
     /// Permissions of Unix socket files (default 0660).
     public var unixSocketPermissions: UInt32 = 0o660

@@ -12,14 +12,18 @@ import Synchronization
 /// An HTTP/1.1 server (keep-alive, pipelining) on libmicrohttpd, one daemon per listen address.
 ///
 /// libmicrohttpd parses everything (request line, header fields, chunked bodies) on its own internal epoll threads.
-/// When a request is complete the connection is *suspended* (`MHD_suspend_connection`), the request is handed to
-/// the handler on a Swift task, and when the handler returns the connection is *resumed* and the response queued
-/// from libmicrohttpd's thread, as its API requires. No thread ever blocks waiting for a handler, so a slow
-/// handler holds one suspended connection and nothing else (see `docs/decisions/008-http-listener.md`).
+/// When a request is complete it is first offered to the `immediate` handler, if any: an answer given at once is
+/// queued on libmicrohttpd's thread without suspending anything (no task, no thread hand-off), one promised for
+/// later suspends the connection until it comes. Otherwise the connection is *suspended* (`MHD_suspend_connection`),
+/// the request is handed to the handler on a Swift task, and when the handler returns the connection is *resumed*
+/// and the response queued from libmicrohttpd's thread, as its API requires. No thread ever blocks waiting for a
+/// handler, so a slow handler holds one suspended connection and nothing else (see
+/// `docs/decisions/008-http-listener.md`).
 ///
 /// Lifecycle: `listen(_:)` any number of times, then `shutdown(gracePeriod:)`.
 public final class HTTPServer: Sendable {
     let handler: HTTPRequestHandler
+    let immediate: HTTPImmediateHandler?
     let configuration: HTTPServerConfiguration
     private let state = Mutex<State>(State())
     /// Requests between their first byte of body-or-headers seen by us and their response sent (shutdown waits).
@@ -32,9 +36,11 @@ public final class HTTPServer: Sendable {
     }
 
     public init(
-        configuration: HTTPServerConfiguration = HTTPServerConfiguration(), handler: @escaping HTTPRequestHandler
+        configuration: HTTPServerConfiguration = HTTPServerConfiguration(), immediate: HTTPImmediateHandler? = nil,
+        handler: @escaping HTTPRequestHandler
     ) {
         self.configuration = configuration
+        self.immediate = immediate
         self.handler = handler
     }
 
@@ -199,18 +205,66 @@ final class Listener: @unchecked Sendable {
         }
         let task = Task {
             let response = await handler(request)
-            pending.response.withLock { $0 = response }
+            pending.handoff.withLock { $0.response = response }
             self.handlers.withLock { h in
                 if h.running.removeValue(forKey: token) == nil { h.endedEarly.insert(token) }
             }
-            self.stopped.withLock { stopped in
-                if !stopped { MHD_resume_connection(connection.pointer) }
-            }
-            self.handlersRunning.decrement()
+            self.resume(connection)
         }
         handlers.withLock { h in
             if h.endedEarly.remove(token) == nil { h.running[token] = task }
         }
+    }
+
+    /// What `answerWithoutTask` did with a complete request.
+    enum Immediate {
+        /// Answered at once: queue this response (the connection was never suspended).
+        case answered(HTTPResponse)
+        /// Taken, to be answered later: the connection is suspended until the answer resumes it.
+        case suspended
+        /// Not taken (no immediate handler, or it declined): `dispatch` it.
+        case declined
+    }
+
+    /// Offers a complete request to the server's immediate handler (on libmicrohttpd's thread, in the access
+    /// handler, the only place a connection may be suspended). Counted as a running handler until answered, so
+    /// shutdown waits for a later answer as it waits for a task.
+    func answerWithoutTask(_ request: HTTPRequest, pending: PendingRequest, connection: OpaquePointer) -> Immediate {
+        guard let immediate = server.immediate else { return .declined }
+        handlersRunning.increment()
+        let handle = ConnectionHandle(pointer: connection)
+        let taken = immediate(request) { response in
+            // Given before the access handler looked (at once, or on another thread just then): it queues it.
+            // Given after it suspended the connection: resumed here, and queued by the access handler's next call.
+            let suspended = pending.handoff.withLock { h -> Bool in
+                h.response = response
+                return h.suspended
+            }
+            if suspended { self.resume(handle) }
+        }
+        guard taken else {
+            handlersRunning.decrement()
+            return .declined
+        }
+        // Under the hand-off's lock, so an answer given on another thread either is seen here or sees the
+        // connection suspended (and resumes it after this).
+        let outcome = pending.handoff.withLock { h -> Immediate in
+            if let response = h.response { return .answered(response) }
+            h.suspended = true
+            MHD_suspend_connection(connection)
+            return .suspended
+        }
+        if case .answered = outcome { handlersRunning.decrement() }
+        return outcome
+    }
+
+    /// Resumes a suspended connection whose response is in its hand-off (unless the daemon stopped: the connection
+    /// is then gone), and counts its handler finished.
+    private func resume(_ connection: ConnectionHandle) {
+        stopped.withLock { stopped in
+            if !stopped { MHD_resume_connection(connection.pointer) }
+        }
+        handlersRunning.decrement()
     }
 }
 
@@ -224,8 +278,8 @@ struct ConnectionHandle: @unchecked Sendable {
 /// One request's state between libmicrohttpd's calls of the access handler.
 ///
 /// `@unchecked Sendable`: every `var` is touched only by the libmicrohttpd thread serving the connection (calls for
-/// one connection never overlap); `response` is written by the handler task before it resumes the connection and
-/// read by that thread after the resume, under its own lock.
+/// one connection never overlap); `handoff` is written by whoever answers (the handler task, or the immediate
+/// handler's respond) and read by that thread, under its own lock.
 final class PendingRequest: @unchecked Sendable {
     enum Phase { case receiving, handling }
 
@@ -242,7 +296,14 @@ final class PendingRequest: @unchecked Sendable {
     var refusal: Refusal?
     /// A response is queued already (a refusal answered at the first call).
     var answered = false
-    let response = Mutex<HTTPResponse?>(nil)
+    /// The answer, and whether the connection was suspended to wait for it.
+    let handoff = Mutex<Handoff>(Handoff())
+
+    struct Handoff {
+        var response: HTTPResponse?
+        /// Set (by the immediate path) once the connection is suspended: an answer given after must resume it.
+        var suspended = false
+    }
 
     init(fd: Int32) { self.fd = fd }
 }
@@ -312,13 +373,20 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             method: pending.method, path: pending.path, headers: pending.headers, body: pending.body,
             listenAddress: listener.address, receivedAt: pending.receivedAt)
         pending.body = []
-        MHD_suspend_connection(connection)
-        listener.dispatch(request, pending: pending, connection: ConnectionHandle(pointer: connection))
-        return OG_MHD_YES
+        switch listener.answerWithoutTask(request, pending: pending, connection: connection) {
+        case .answered(let response):
+            return queue(response, on: connection, closing: listener.server.isShuttingDown)
+        case .suspended:
+            return OG_MHD_YES
+        case .declined:
+            MHD_suspend_connection(connection)
+            listener.dispatch(request, pending: pending, connection: ConnectionHandle(pointer: connection))
+            return OG_MHD_YES
+        }
     case .handling:
         // Resumed: the handler's response is there.
         let response =
-            pending.response.withLock { $0 }
+            pending.handoff.withLock { $0.response }
             ?? Refusal(500, reason: "internal_error", message: "the handler gave no response").response
         return queue(response, on: connection, closing: listener.server.isShuttingDown)
     }

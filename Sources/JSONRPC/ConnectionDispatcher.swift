@@ -249,6 +249,31 @@ public enum RPCExchange {
         }
     }
 
+    /// `answer` without a task, when `frame` is one small request (or notification) that `handler.answerNow` takes
+    /// (as a socket connection offers it, `ConnectionDispatcher.dispatch`): `reply` gets the bytes `answer` would
+    /// return, at once (on the caller's thread) or from the handler's later reply (on any thread), and the result is
+    /// true. False, with nothing called and nothing started, for batches, large or malformed frames, and requests
+    /// the handler leaves to `handle`: the caller then uses `answer`.
+    public static func answerWithoutTask<Handler: RPCHandler>(
+        _ frame: [UInt8], handler: Handler, session: Handler.Session, connection: ConnectionInfo,
+        maxDepth: Int = JSONParsing.defaultMaxDepth, reply: @escaping @Sendable ([UInt8]?) -> Void
+    ) -> Bool {
+        guard frame.count <= ConnectionDispatcher<Handler>.answerNowMaxBytes,
+            case .single(.request(let request)) = RPCInbound.classify(frame, maxDepth: maxDepth)
+        else { return false }
+        let context = RPCContext(connection: connection, requestID: request.id, sendFrame: { _ in })
+        guard let now = handler.answerNow(request, session: session, context: context) else { return false }
+        let id = request.id
+        let finish: @Sendable (Result<JSONValue, RPCError>) -> Void = { result in
+            reply(id.map { Self.frame(RPCResponse(id: $0, result: result)) })
+        }
+        switch now {
+        case .answered(let result): finish(result)
+        case .later(let start): start(finish)
+        }
+        return true
+    }
+
     static func frame(_ response: RPCResponse) -> [UInt8] {
         var bytes: [UInt8] = []
         // The frame around an encoded result (an offers.best answer, ~1.2 KB) is its size plus ~60 bytes: reserved

@@ -86,6 +86,60 @@ struct HTTPServerTests {
         await #expect(throws: HTTPClientError.self) { try await late.send("GET", "/late") }
     }
 
+    @Test("the immediate handler: at once without a task, later from any thread, or declined to the task handler")
+    func immediateHandler() async throws {
+        let tasks = Atomic<Int>(0)
+        let withoutTask = Atomic<Int>(0)
+        let server = HTTPServer(
+            immediate: { request, respond in
+                if withUnsafeCurrentTask(body: { $0 == nil }) { withoutTask.add(1, ordering: .relaxed) }
+                let body = Array(#"{"path":"\#(request.path)","bytes":\#(request.body.count)}"#.utf8)
+                switch request.path {
+                case "/now":
+                    respond(.json(200, body))
+                case "/later", "/slow":
+                    let delay = request.path == "/slow" ? 800 : 20
+                    DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) {
+                        respond(.json(201, body))
+                    }
+                default:
+                    return false
+                }
+                return true
+            },
+            handler: { request in
+                tasks.add(1, ordering: .relaxed)
+                return .json(202, Array(#"{"path":"\#(request.path)"}"#.utf8))
+            })
+        guard case .tcp(let host, let port) = try server.listen(.tcp(host: "127.0.0.1", port: 0)) else { return }
+        let base = "http://\(host):\(port)"
+        let connection = try HTTPConnection(HTTPEndpoint(baseURL: base), timeout: .seconds(60))
+        // One kept-alive connection through every path, twice: each answer on its own request.
+        for _ in 0..<2 {
+            let now = try await connection.send("POST", "/now", body: Array("abc".utf8))
+            #expect(now.status == 200 && now.text == #"{"path":"/now","bytes":3}"#)
+            let later = try await connection.send("POST", "/later", body: Array("abcd".utf8))
+            #expect(later.status == 201 && later.text == #"{"path":"/later","bytes":4}"#)
+            let declined = try await connection.send("GET", "/task")
+            #expect(declined.status == 202 && declined.text == #"{"path":"/task"}"#)
+        }
+        #expect(tasks.load(ordering: .relaxed) == 2, "only the declined requests reach the task handler")
+        #expect(withoutTask.load(ordering: .relaxed) == 6, "the immediate handler runs on libmicrohttpd's thread")
+        // Later answers side by side on 20 connections (each suspended, none holding the others up).
+        let connections = try (0..<20).map { _ in try HTTPConnection(HTTPEndpoint(baseURL: base), timeout: .seconds(60))
+        }
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for connection in connections { group.addTask { try await connection.send("GET", "/later").status } }
+            for try await status in group { #expect(status == 201) }
+        }
+        // Shutdown waits for a later answer still pending.
+        async let slow = connection.send("GET", "/slow")
+        #expect(await Self.eventually { withoutTask.load(ordering: .relaxed) == 27 })
+        await server.shutdown(gracePeriod: .seconds(10))
+        let answer = try await slow
+        #expect(answer.status == 201 && answer.text == #"{"path":"/slow","bytes":0}"#)
+    }
+
     @Test("a request whose header never completes is cut at the request timeout; keep-alive is not")
     func requestTimeout() async throws {
         let handler = Slow(delay: .zero)

@@ -348,6 +348,47 @@ struct HTTPTests {
         }
     }
 
+    @Test("POST /v1/rpc answers at once, without a task, what a socket answers at once: the same bytes, counted")
+    func answeredAtOnceOverHTTP() async throws {
+        try await Self.withTenant { gw, admin, key in
+            let params: JSONValue = ["customerId": "at-once-1", "productId": "monthly"]
+            let client = try HTTPRPCClient(gw, apiKey: key)
+            @Sendable func atOnce(_ method: String) async throws -> Int {
+                let text = try await gw.httpConnection().send("GET", "/metrics").text
+                let prefix = #"offergate_rpc_answered_at_once_total{method="\#(method)"} "#
+                return text.split(separator: "\n").first { $0.hasPrefix(prefix) }
+                    .flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+            }
+            let first = try await client.call(method: "offers.best", params: params)
+            // Once the key stays remembered (the tenant's setup announcements forget it once or twice), a
+            // remembered answer and a ping are answered at once; the same answer as over a socket.
+            #expect(
+                try await eventually {
+                    let before = try await atOnce("offers.best")
+                    let again = try await client.call(method: "offers.best", params: params)
+                    let after = try await atOnce("offers.best")
+                    return again == first && after == before + 1
+                })
+            let before = (best: try await atOnce("offers.best"), ping: try await atOnce("system.ping"))
+            for _ in 0..<5 {
+                #expect(try await client.call(method: "offers.best", params: params) == first)
+                #expect(try await client.call(method: "system.ping") == [:])
+            }
+            #expect(try await atOnce("offers.best") - before.best >= 4)
+            #expect(try await atOnce("system.ping") - before.ping >= 4)
+            let overSocket = try await admin.call(
+                method: "offers.best",
+                params: ["tenant": "web-app", "customerId": "at-once-1", "productId": "monthly"])
+            #expect(overSocket == first)
+            // A key of the wrong shape is refused at once too: 401 with the JSON-RPC error, as before.
+            let wrong = try await HTTPRPCClient(gw, apiKey: "og_short").post(
+                JSONSerializer.serialize(
+                    ["jsonrpc": "2.0", "id": 1, "method": "offers.best", "params": params] as JSONValue))
+            #expect(wrong.status == 401 && wrong.header("www-authenticate") == "Bearer")
+            #expect((try JSONParsing.parse(wrong.body))["error"]?["code"]?.int64Value == -32001)
+        }
+    }
+
     @Test("/metrics: parsed by prometheus_client; every family of point 3; bounded labels; counts follow requests")
     func metrics() async throws {
         try await Self.withTenant { gw, _, key in

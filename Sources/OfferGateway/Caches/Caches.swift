@@ -314,6 +314,13 @@ final class ApiKeyDirectory: Sendable {
         }
     }
 
+    /// The live key with this lookup when it is in memory (counted as a hit), without waiting; nil otherwise.
+    func cached(lookup: String) -> Entry? {
+        guard let entry = byLookup.cached(lookup) else { return nil }
+        byLookup.recordHit()
+        return entry
+    }
+
     /// A load's outcome for a lookup with no live key: thrown so that `KeyedCache` does not keep it.
     private struct NoLiveKey: Error {}
 

@@ -57,7 +57,9 @@ public final class GatewayService: Sendable {
             http.logger = { event in Self.log(event, httpLogger) }
         }
         let router = HTTPRouter(gateway: gateway)
-        self.http = HTTPServer(configuration: http) { request in await router.respond(request) }
+        self.http = HTTPServer(
+            configuration: http, immediate: { request, respond in router.respondNow(request, respond) },
+            handler: { request in await router.respond(request) })
     }
 
     /// Starts following catalog changes made by any gateway process, then binds `addresses` (JSON-RPC) and `http`

@@ -10,7 +10,7 @@ enum HTTPRoutes {
         HTTPRoute("GET", "/livez", name: "livez", HealthRoutes.livez),
         HTTPRoute("GET", "/readyz", name: "readyz", HealthRoutes.readyz),
         HTTPRoute("GET", "/metrics", name: "metrics", HealthRoutes.metrics),
-        HTTPRoute("POST", "/v1/rpc", name: "rpc", RPCRoute.handle),
+        HTTPRoute("POST", "/v1/rpc", name: "rpc", RPCRoute.handle, now: RPCRoute.handleNow),
         HTTPRoute("GET", "/v1/openrpc.json", name: "openrpc", RPCRoute.openRPC),
         HTTPRoute("POST", "/v1/apple/{tenant}/notifications", name: "apple_notifications", AppleRoutes.notifications),
         HTTPRoute("POST", "/v1/apple/{tenant}/retention", name: "apple_retention", RetentionRoute.handle),
@@ -28,10 +28,13 @@ struct HTTPRoute: Sendable {
     let pattern: [Segment]
     let name: String
     let handle: @Sendable (RouteRequest) async -> HTTPResponse
+    /// Answers without a task when it can (see `HTTPImmediateHandler`); `handle` answers what it leaves.
+    let handleNow: (@Sendable (RouteRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool)?
 
     init(
         _ method: String, _ pattern: String, name: String,
-        _ handle: @escaping @Sendable (RouteRequest) async -> HTTPResponse
+        _ handle: @escaping @Sendable (RouteRequest) async -> HTTPResponse,
+        now handleNow: (@Sendable (RouteRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool)? = nil
     ) {
         self.method = method
         self.pattern = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part in
@@ -40,6 +43,7 @@ struct HTTPRoute: Sendable {
         }
         self.name = name
         self.handle = handle
+        self.handleNow = handleNow
     }
 
     /// The path parameters when `segments` match the pattern.
@@ -76,12 +80,24 @@ struct HTTPRouter: Sendable {
         self.routes = routes
     }
 
+    /// The route's at-once answer (`HTTPRoute.handleNow`), counted and timed like `respond`'s; false when the
+    /// request's route has none or it declined (then `respond` answers it).
+    func respondNow(_ request: HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool {
+        let started = ContinuousClock.now
+        guard case (let route, let parameters)? = Self.route(request, in: routes), let handleNow = route.handleNow
+        else { return false }
+        let metrics = gateway.metrics
+        return handleNow(RouteRequest(http: request, parameters: parameters, gateway: gateway)) { response in
+            Self.count(response, route: route.name, since: started, metrics)
+            respond(response)
+        }
+    }
+
     func respond(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let matching = routes.compactMap { route in route.match(Array(segments)).map { (route, $0) } }
-        // HEAD is GET without the body (libmicrohttpd drops the body).
-        let method = request.method == "HEAD" ? "GET" : request.method
+        let method = Self.method(of: request)
         let response: HTTPResponse
         let name: String
         if let (route, parameters) = matching.first(where: { $0.0.method == method }) {
@@ -97,11 +113,31 @@ struct HTTPRouter: Sendable {
             name = "unmatched"
             response = HTTPErrors.response(404, reason: "not_found", message: "no such route")
         }
+        Self.count(response, route: name, since: started, gateway.metrics)
+        return response
+    }
+
+    /// The route serving `request`'s path and method, with its path parameters.
+    static func route(_ request: HTTPRequest, in routes: [HTTPRoute]) -> (HTTPRoute, [String: String])? {
+        let segments = Array(request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
+        let method = Self.method(of: request)
+        for route in routes where route.method == method {
+            if let parameters = route.match(segments) { return (route, parameters) }
+        }
+        return nil
+    }
+
+    /// HEAD is GET without the body (libmicrohttpd drops the body).
+    static func method(of request: HTTPRequest) -> String { request.method == "HEAD" ? "GET" : request.method }
+
+    /// Counts and times one answer of a route (`offergate_http_requests_total`, `…_duration_seconds`).
+    static func count(
+        _ response: HTTPResponse, route: String, since started: ContinuousClock.Instant, _ metrics: GatewayMetrics
+    ) {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        gateway.metrics.httpRequests.increment([name, String(response.status)])
-        gateway.metrics.httpDuration.observe(seconds, [name])
-        return response
+        metrics.httpRequests.increment([route, String(response.status)])
+        metrics.httpDuration.observe(seconds, [route])
     }
 }
 

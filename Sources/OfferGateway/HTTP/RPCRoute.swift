@@ -29,13 +29,44 @@ enum RPCRoute {
                 }
             }
         }
-        guard
-            let answer = await RPCExchange.answer(
-                request.http.body, handler: gateway, session: session, connection: info,
-                maxDepth: JSONParsing.defaultMaxDepth)
-        else {
-            return HTTPResponse(status: 204)
+        let answer = await RPCExchange.answer(
+            request.http.body, handler: gateway, session: session, connection: info,
+            maxDepth: JSONParsing.defaultMaxDepth)
+        return response(answer, authenticated: authenticated)
+    }
+
+    /// `handle` without a task, when it can be (the socket transports' at-once path, decision 009, for HTTP): the
+    /// request's key is told from memory (or there is none), and its one JSON-RPC request is answered at once or
+    /// taken to be answered later without a task (`RPCHandler.answerNow`). Anything else (a key not seen yet, a
+    /// batch, a method that needs a task) is left to `handle`, which gives the same answer.
+    static func handleNow(_ request: RouteRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool {
+        guard request.http.mediaType == "application/json" else { return false }
+        let gateway = request.gateway
+        let info = ConnectionInfo(
+            id: ConnectionIDs.next(), transport: .http, listenAddress: request.http.listenAddress, peer: nil)
+        let session = GatewaySession(connection: info)
+        var authenticated = false
+        if let key = bearerKey(request.http.header("authorization")) {
+            switch request.services.tenants.authenticateFromMemory(apiKey: key) {
+            case nil: return false
+            case .success(let principal)?:
+                session.principal = principal
+                authenticated = true
+            case .failure?: break  // a wrong key: anonymous, as in `handle`
+            }
         }
+        return RPCExchange.answerWithoutTask(
+            request.http.body, handler: gateway, session: session, connection: info,
+            maxDepth: JSONParsing.defaultMaxDepth
+        ) { [authenticated] answer in
+            respond(response(answer, authenticated: authenticated))
+        }
+    }
+
+    /// The HTTP answer carrying a JSON-RPC answer: 204 when there is none (only notifications), 401 when an
+    /// unauthenticated request was refused for want of a key, 200 otherwise.
+    static func response(_ answer: [UInt8]?, authenticated: Bool) -> HTTPResponse {
+        guard let answer else { return HTTPResponse(status: 204) }
         let body = answer.last == 0x0A ? Array(answer.dropLast()) : answer
         if !authenticated, asksForAuthentication(body) {
             var response = HTTPResponse.json(401, body)

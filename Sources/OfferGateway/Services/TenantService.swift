@@ -90,8 +90,22 @@ struct TenantService: Sendable {
         guard let lookup = ApiKeys.lookup(of: apiKey), let found = try await caches.apiKeys.find(lookup: lookup),
             ConstantTime.equals(digest, found.hash)
         else {
-            throw GatewayError.unauthenticated("invalid API key", reason: "invalid_api_key")
+            throw Self.invalidKey
         }
         return .tenant(found.tenant)
+    }
+
+    /// What `authenticate` would say, when it can be told without waiting: the principal, the error, or nil when
+    /// the key's lookup is not in memory (then `authenticate` reads it).
+    func authenticateFromMemory(apiKey: String) -> Result<Principal, GatewayError>? {
+        let digest = SHA256.hash(apiKey)
+        if let adminKeyDigest, ConstantTime.equals(digest, adminKeyDigest) { return .success(.admin) }
+        guard let lookup = ApiKeys.lookup(of: apiKey) else { return .failure(Self.invalidKey) }
+        guard let found = caches.apiKeys.cached(lookup: lookup) else { return nil }
+        return ConstantTime.equals(digest, found.hash) ? .success(.tenant(found.tenant)) : .failure(Self.invalidKey)
+    }
+
+    private static var invalidKey: GatewayError {
+        GatewayError.unauthenticated("invalid API key", reason: "invalid_api_key")
     }
 }
