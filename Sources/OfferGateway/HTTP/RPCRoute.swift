@@ -12,9 +12,7 @@ enum RPCRoute {
                 415, reason: "unsupported_media_type", message: "send the JSON-RPC request as application/json")
         }
         let gateway = request.gateway
-        let info = ConnectionInfo(
-            id: ConnectionIDs.next(), transport: .http, listenAddress: request.http.listenAddress, peer: nil)
-        let session = GatewaySession(connection: info)
+        let (info, session) = Self.session(request)
         var authenticated = false
         if let key = bearerKey(request.http.header("authorization")) {
             do {
@@ -42,9 +40,7 @@ enum RPCRoute {
     static func handleNow(_ request: RouteRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool {
         guard request.http.mediaType == "application/json" else { return false }
         let gateway = request.gateway
-        let info = ConnectionInfo(
-            id: ConnectionIDs.next(), transport: .http, listenAddress: request.http.listenAddress, peer: nil)
-        let session = GatewaySession(connection: info)
+        let (info, session) = Self.session(request)
         var authenticated = false
         if let key = bearerKey(request.http.header("authorization")) {
             switch request.services.tenants.authenticateFromMemory(apiKey: key) {
@@ -61,6 +57,13 @@ enum RPCRoute {
         ) { [authenticated] answer in
             respond(response(answer, authenticated: authenticated))
         }
+    }
+
+    /// The request's own connection and session: each HTTP request is a session of its own.
+    static func session(_ request: RouteRequest) -> (ConnectionInfo, GatewaySession) {
+        let info = ConnectionInfo(
+            id: ConnectionIDs.next(), transport: .http, listenAddress: request.http.listenAddress, peer: nil)
+        return (info, GatewaySession(connection: info))
     }
 
     /// The HTTP answer carrying a JSON-RPC answer: 204 when there is none (only notifications), 401 when an
