@@ -27,6 +27,15 @@ struct HTTPTests {
         }
     }
 
+    /// The value of one sample (`family{labels}`, written as the gateway writes it) in a /metrics text; nil when
+    /// the text has none.
+    static func sample(_ sample: String, in metrics: String) -> Double? {
+        let prefix = sample + " "
+        return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap {
+            Double($0.dropFirst(prefix.count))
+        }
+    }
+
     /// Runs curl; returns (status code, body).
     static func curl(_ arguments: [String]) async throws -> (Int, String) {
         let outcome = try await ChildProcess.run(
@@ -307,12 +316,10 @@ struct HTTPTests {
             /// `offergate_cache_{hits,misses}_total{cache="api_keys"}` from /metrics.
             @Sendable func lookups() async throws -> (hits: Double, misses: Double) {
                 let text = try await gw.httpConnection().send("GET", "/metrics").text
-                func sample(_ family: String) -> Double {
-                    let prefix = family + #"{cache="api_keys"} "#
-                    let line = text.split(separator: "\n").first { $0.hasPrefix(prefix) }
-                    return line.flatMap { Double($0.dropFirst(prefix.count)) } ?? -1
-                }
-                return (sample("offergate_cache_hits_total"), sample("offergate_cache_misses_total"))
+                return (
+                    Self.sample(#"offergate_cache_hits_total{cache="api_keys"}"#, in: text) ?? -1,
+                    Self.sample(#"offergate_cache_misses_total{cache="api_keys"}"#, in: text) ?? -1
+                )
             }
             // The tenant's setup (catalog, signing key) is announced on the change feed too, and each announcement
             // forgets the keys: wait until one request's key stays remembered.
@@ -355,9 +362,7 @@ struct HTTPTests {
             let client = try HTTPRPCClient(gw, apiKey: key)
             @Sendable func atOnce(_ method: String) async throws -> Int {
                 let text = try await gw.httpConnection().send("GET", "/metrics").text
-                let prefix = #"offergate_rpc_answered_at_once_total{method="\#(method)"} "#
-                return text.split(separator: "\n").first { $0.hasPrefix(prefix) }
-                    .flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+                return Int(Self.sample(#"offergate_rpc_answered_at_once_total{method="\#(method)"}"#, in: text) ?? 0)
             }
             let first = try await client.call(method: "offers.best", params: params)
             // Once the key stays remembered (the tenant's setup announcements forget it once or twice), a

@@ -84,7 +84,11 @@ struct HTTPRouter: Sendable {
     /// request's route has none or it declined (then `respond` answers it).
     func respondNow(_ request: HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool {
         let started = ContinuousClock.now
-        guard case (let route, let parameters)? = Self.route(request, in: routes), let handleNow = route.handleNow
+        let method = Self.method(of: request)
+        guard
+            case (let route, let parameters)? = Self.matches(request, in: routes).first(where: { $0.0.method == method }
+            ),
+            let handleNow = route.handleNow
         else { return false }
         let metrics = gateway.metrics
         return handleNow(RouteRequest(http: request, parameters: parameters, gateway: gateway)) { response in
@@ -95,8 +99,7 @@ struct HTTPRouter: Sendable {
 
     func respond(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        let matching = routes.compactMap { route in route.match(Array(segments)).map { (route, $0) } }
+        let matching = Self.matches(request, in: routes)
         let method = Self.method(of: request)
         let response: HTTPResponse
         let name: String
@@ -117,14 +120,10 @@ struct HTTPRouter: Sendable {
         return response
     }
 
-    /// The route serving `request`'s path and method, with its path parameters.
-    static func route(_ request: HTTPRequest, in routes: [HTTPRoute]) -> (HTTPRoute, [String: String])? {
+    /// The routes whose pattern matches `request`'s path (any method), with their path parameters, in table order.
+    static func matches(_ request: HTTPRequest, in routes: [HTTPRoute]) -> [(HTTPRoute, [String: String])] {
         let segments = Array(request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
-        let method = Self.method(of: request)
-        for route in routes where route.method == method {
-            if let parameters = route.match(segments) { return (route, parameters) }
-        }
-        return nil
+        return routes.compactMap { route in route.match(segments).map { (route, $0) } }
     }
 
     /// HEAD is GET without the body (libmicrohttpd drops the body).

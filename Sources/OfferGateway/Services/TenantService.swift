@@ -85,24 +85,44 @@ struct TenantService: Sendable {
     /// Who `apiKey` speaks for: the admin, or one tenant (compared in constant time); -32001 otherwise. A key seen
     /// live before is found in memory (``ApiKeyDirectory``): no query.
     func authenticate(apiKey: String) async throws -> Principal {
-        let digest = SHA256.hash(apiKey)
-        if let adminKeyDigest, ConstantTime.equals(digest, adminKeyDigest) { return .admin }
-        guard let lookup = ApiKeys.lookup(of: apiKey), let found = try await caches.apiKeys.find(lookup: lookup),
-            ConstantTime.equals(digest, found.hash)
-        else {
-            throw Self.invalidKey
+        switch presented(apiKey) {
+        case .decided(let outcome): return try outcome.get()
+        case .tenantKey(let lookup, let digest):
+            return try Self.verify(digest, against: try await caches.apiKeys.find(lookup: lookup)).get()
         }
-        return .tenant(found.tenant)
     }
 
     /// What `authenticate` would say, when it can be told without waiting: the principal, the error, or nil when
-    /// the key's lookup is not in memory (then `authenticate` reads it).
+    /// the key's lookup is not in memory (then `authenticate` reads it). The same decision, step for step.
     func authenticateFromMemory(apiKey: String) -> Result<Principal, GatewayError>? {
+        switch presented(apiKey) {
+        case .decided(let outcome): return outcome
+        case .tenantKey(let lookup, let digest):
+            guard let found = caches.apiKeys.cached(lookup: lookup) else { return nil }
+            return Self.verify(digest, against: found)
+        }
+    }
+
+    /// A presented key before any stored tenant key is read: the admin's, of no valid shape, or a tenant key's
+    /// lookup and the whole key's SHA-256.
+    private enum Presented {
+        case decided(Result<Principal, GatewayError>)
+        case tenantKey(lookup: String, digest: [UInt8])
+    }
+
+    private func presented(_ apiKey: String) -> Presented {
         let digest = SHA256.hash(apiKey)
-        if let adminKeyDigest, ConstantTime.equals(digest, adminKeyDigest) { return .success(.admin) }
-        guard let lookup = ApiKeys.lookup(of: apiKey) else { return .failure(Self.invalidKey) }
-        guard let found = caches.apiKeys.cached(lookup: lookup) else { return nil }
-        return ConstantTime.equals(digest, found.hash) ? .success(.tenant(found.tenant)) : .failure(Self.invalidKey)
+        if let adminKeyDigest, ConstantTime.equals(digest, adminKeyDigest) { return .decided(.success(.admin)) }
+        guard let lookup = ApiKeys.lookup(of: apiKey) else { return .decided(.failure(Self.invalidKey)) }
+        return .tenantKey(lookup: lookup, digest: digest)
+    }
+
+    /// The tenant of the live key stored under the presented key's lookup, when the hashes match (in constant time).
+    private static func verify(_ digest: [UInt8], against found: ApiKeyDirectory.Entry?) -> Result<
+        Principal, GatewayError
+    > {
+        guard let found, ConstantTime.equals(digest, found.hash) else { return .failure(invalidKey) }
+        return .success(.tenant(found.tenant))
     }
 
     private static var invalidKey: GatewayError {
