@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""B8 driver: spawns `offergate serve --stdio`, authenticates, then writes N pre-generated pipelined requests to its
-stdin (from a thread) and times until the last response line has arrived. Prints one key=value line."""
-import argparse, json, os, resource, subprocess, sys, threading, time
+"""B8 driver: spawns `offergate serve --stdio`, authenticates, then has `stdio-pump` (C, ops/bench/stdio-pump.c) write
+N pre-generated pipelined requests to its stdin and count the response lines, timed from the first byte written to
+the last line read. Prints one key=value line, with the gateway's CPU and the pump's per 1,000 answers."""
+import argparse, json, os, resource, subprocess, sys, tempfile
 
 p = argparse.ArgumentParser()
 p.add_argument("--offergate", required=True)
@@ -9,6 +10,7 @@ p.add_argument("--database-url", required=True)
 p.add_argument("--fixture", required=True)
 p.add_argument("--method", choices=["ping", "best"], required=True)
 p.add_argument("--requests", type=int, default=100_000)
+p.add_argument("--pump", required=True, help="the stdio-pump binary")
 a = p.parse_args()
 fx = json.load(open(a.fixture))
 customers, products = fx["fixture"]["customers"], fx["fixture"]["products"]
@@ -21,7 +23,9 @@ for i in range(a.requests):
                "params": {"customerId": customers[i % len(customers)],
                           "productId": products[(i // len(customers)) % len(products)]}}
     lines.append(json.dumps(req, separators=(",", ":")))
-payload = ("\n".join(lines) + "\n").encode()
+requests = tempfile.NamedTemporaryFile(prefix="b8-requests-")
+requests.write(("\n".join(lines) + "\n").encode())
+requests.flush()
 proc = subprocess.Popen([a.offergate, "serve", "--stdio", "--database-url", a.database_url, "--log-level", "warning",
                          "--quiet-requests", "--no-migrate"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL, bufsize=0)
@@ -33,32 +37,21 @@ first = out.readline()
 if b'"result"' not in first:
     sys.exit("authentication failed: " + first.decode()[:200])
 
-def writer():
-    proc.stdin.write(payload)
-    proc.stdin.close()
-
-start = time.monotonic()
-t = threading.Thread(target=writer)
-t.start()
-got = errors = 0
-buf = b""
-while got < a.requests:
-    chunk = os.read(out.fileno(), 1 << 20)
-    if not chunk:
-        break
-    buf += chunk
-    n = buf.count(b"\n")
-    if n:
-        cut = buf.rfind(b"\n") + 1
-        errors += buf[:cut].count(b'"error"')
-        got += n
-        buf = buf[cut:]
-elapsed = time.monotonic() - start
-t.join()
+# The pump gets its own copies of the gateway's stdin and stdout; closing ours lets the pump's close end the input.
+pump = subprocess.Popen([a.pump, requests.name, str(proc.stdin.fileno()), str(proc.stdout.fileno()),
+                         str(a.requests)], pass_fds=(proc.stdin.fileno(), proc.stdout.fileno()),
+                        stdout=subprocess.PIPE, text=True)
+proc.stdin.close()
+figures = dict(f.split("=", 1) for f in pump.communicate()[0].split())
+reaped = resource.getrusage(resource.RUSAGE_CHILDREN)  # the pump's
+proc.stdout.close()
 proc.wait(timeout=30)
-# The gateway's whole CPU time (start-up included, the same for every run): this script's only child.
+got, seconds = int(figures["responses"]), float(figures["seconds"])
+# The gateway's whole CPU time (start-up included, the same for every run): the children's once it is reaped too,
+# less the pump's.
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = usage.ru_utime + usage.ru_stime
-print(f"method={a.method} requests={a.requests} responses={got} errors={errors} seconds={elapsed:.3f} "
-      f"rate={got / elapsed:.0f} gateway_cpu_ms_per_1000={1e6 * cpu / max(got, 1):.1f}")
-sys.exit(0 if got == a.requests else 1)
+gateway_cpu = usage.ru_utime + usage.ru_stime - reaped.ru_utime - reaped.ru_stime
+print(f"method={a.method} requests={a.requests} responses={got} errors={figures['errors']} seconds={seconds:.3f} "
+      f"rate={got / seconds:.0f} gateway_cpu_ms_per_1000={1e6 * gateway_cpu / max(got, 1):.1f} "
+      f"driver_cpu_ms_per_1000={figures['driver_cpu_ms_per_1000']}")
+sys.exit(0 if got == a.requests and pump.returncode == 0 else 1)

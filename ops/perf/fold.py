@@ -11,7 +11,8 @@ continuations), Dispatch, Foundation, and each of our own Swift modules (from th
 With --requests, every share is also printed as CPU microseconds per request (the samples' total CPU time divided
 by the requests the run answered), so profiles of different runs compare per request and not per sample.
 With --skip-comm (repeatable), samples of threads with that name are left out: e.g. `python3` when the profile was
-recorded over a driver that spawns the gateway (`perf record -g -- python3 ops/bench/stdio-feed.py ...`). With
+recorded over a driver that spawns the gateway (`perf record -g -- python3 ops/bench/stdio-feed.py ...`; B8's
+timed part is the driver's `stdio-pump`, left out the same way). With
 --only-comm (repeatable), only those threads count: e.g. `postgres` in a system-wide profile (`perf record -a -g`).
 """
 import argparse
