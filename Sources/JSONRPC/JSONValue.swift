@@ -174,9 +174,7 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
     public init(stringLiteral value: String) { self = .string(value) }
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        var object = JSONObject()
-        for (key, value) in elements { object[key] = value }
-        self = .object(object)
+        self = .object(JSONObject(elements))
     }
 }
 
@@ -228,7 +226,14 @@ public struct JSONObject: Sendable, Hashable, Sequence, ExpressibleByDictionaryL
     init(uncheckedMembers: [Member]) { members = uncheckedMembers }
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self.init(elements)
+    }
+
+    /// The members in order, a later value of a repeated key replacing the earlier (as assigning each would), the
+    /// storage reserved once.
+    init(_ elements: [(String, JSONValue)]) {
         members = []
+        members.reserveCapacity(elements.count)
         for (key, value) in elements { self[key] = value }
     }
 

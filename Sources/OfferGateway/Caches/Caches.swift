@@ -202,10 +202,20 @@ struct ActiveSigner: Sendable {
     let keyId: String
     let issuerId: String?
     let key: SigningKey
+    private let made = MadeSigner()
 
-    /// The signer for one app (a cheap value over the shared, parsed key).
+    /// The last signer made, for its app: a signer's JWS header and V1 prefix are built when it is made, and a
+    /// tenant signs for one app, so every signature after the first reuses them (6 allocations fewer each).
+    private final class MadeSigner: Sendable {
+        let last = Mutex<OfferSigner?>(nil)
+    }
+
+    /// The signer for one app (a value over the shared, parsed key).
     func offerSigner(bundleId: String) -> OfferSigner {
-        OfferSigner(key: key, keyId: keyId, issuerId: issuerId ?? "", bundleId: bundleId)
+        if let signer = made.last.withLock({ $0 }), signer.bundleId == bundleId { return signer }
+        let signer = OfferSigner(key: key, keyId: keyId, issuerId: issuerId ?? "", bundleId: bundleId)
+        made.last.withLock { $0 = signer }
+        return signer
     }
 }
 
