@@ -117,11 +117,11 @@ public final class GatewayMetrics: Sendable {
         ProcessMetrics.register(in: registry)
     }
 
-    func recordRPC(method: String, seconds: Double, errorCode: Int?, atOnce: Bool) {
-        rpcRequests.increment([method])
-        if atOnce { rpcAnsweredAtOnce.increment([method]) }
-        rpcDuration.observe(seconds, [method])
-        if let errorCode { rpcErrors.increment([method, String(errorCode)]) }
+    func recordRPC(method: GatewayStats.Method, seconds: Double, errorCode: Int?, atOnce: Bool) {
+        rpcRequests.increment(method.labels)
+        if atOnce { rpcAnsweredAtOnce.increment(method.labels) }
+        rpcDuration.observe(seconds, method.labels)
+        if let errorCode { rpcErrors.increment([method.name, String(errorCode)]) }
     }
 }
 
