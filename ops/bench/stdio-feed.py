@@ -2,7 +2,7 @@
 """B8 driver: spawns `offergate serve --stdio`, authenticates, then has `stdio-pump` (C, ops/bench/stdio-pump.c) write
 N pre-generated pipelined requests to its stdin and count the response lines, timed from the first byte written to
 the last line read. Prints one key=value line, with the gateway's CPU and the pump's per 1,000 answers."""
-import argparse, json, os, resource, subprocess, sys, tempfile
+import argparse, json, resource, subprocess, sys, tempfile
 
 p = argparse.ArgumentParser()
 p.add_argument("--offergate", required=True)
@@ -43,6 +43,8 @@ pump = subprocess.Popen([a.pump, requests.name, str(proc.stdin.fileno()), str(pr
                         stdout=subprocess.PIPE, text=True)
 proc.stdin.close()
 figures = dict(f.split("=", 1) for f in pump.communicate()[0].split())
+if "responses" not in figures:
+    sys.exit(f"stdio-pump failed (exit {pump.returncode}) before reporting")
 reaped = resource.getrusage(resource.RUSAGE_CHILDREN)  # the pump's
 proc.stdout.close()
 proc.wait(timeout=30)

@@ -21,8 +21,6 @@ public final class Gateway: RPCHandler {
     public let metrics: GatewayMetrics
     public let stats: GatewayStats
     private let methods: [String: MethodSpec]
-    /// Each method as `stats` counts it, by name.
-    private let counted: [String: GatewayStats.Method]
     /// `rpc.discover`'s answer, generated once from `allMethods`.
     let openRPCDocument: JSONValue
 
@@ -45,7 +43,6 @@ public final class Gateway: RPCHandler {
             table[spec.name] = spec
         }
         self.methods = table
-        self.counted = table.mapValues { GatewayStats.Method($0.name) }
         self.openRPCDocument = OpenRPCDocument.make(methods: Self.allMethods, version: options.version)
     }
 
@@ -156,7 +153,7 @@ public final class Gateway: RPCHandler {
         let micros =
             Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
         let code: Int? = if case .failure(let error) = outcome { error.code } else { nil }
-        stats.record(counted[request.method] ?? .unknown, micros: micros, errorCode: code, atOnce: atOnce)
+        stats.record(methods[request.method]?.counted ?? .unknown, micros: micros, errorCode: code, atOnce: atOnce)
         log(request: request, session: session, tenant: tenant, micros: micros, code: code, detail: detail)
         return outcome
     }

@@ -85,9 +85,7 @@ struct HTTPRouter: Sendable {
     func respondNow(_ request: HTTPRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool {
         let started = ContinuousClock.now
         let method = Self.method(of: request)
-        guard
-            case (let route, let parameters)? = Self.matches(request, in: routes).first(where: { $0.0.method == method }
-            ),
+        guard let (route, parameters) = Self.matches(request, in: routes).first(where: { $0.0.method == method }),
             let handleNow = route.handleNow
         else { return false }
         let metrics = gateway.metrics
