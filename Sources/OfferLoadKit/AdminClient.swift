@@ -26,20 +26,38 @@ public struct AdminClient: Sendable {
     }
 
     /// Calls `method` with an object of params; any failure is a `setupFailed` error naming the method.
+    /// `retryingFor`: how long an answer the gateway marks retryable (-32050, the database unavailable or its
+    /// pool busy) is sent again, with a growing pause; only for calls that are idempotent. Zero: not retried.
     @discardableResult
-    public func call(_ method: String, _ params: JSONObject) async throws(OfferLoadError) -> JSONValue {
-        do {
-            return try await client.call(method: method, params: .object(params), timeout: .seconds(300))
-        } catch let error as RPCError {
-            let reason = error.reason.map { " (\($0))" } ?? ""
-            throw OfferLoadError(.setupFailed, context: method, "error \(error.code): \(error.message)\(reason)")
-        } catch {
-            throw OfferLoadError(.setupFailed, context: method, String(describing: error))
+    public func call(_ method: String, _ params: JSONObject, retryingFor window: Duration = .zero)
+        async throws(OfferLoadError) -> JSONValue
+    {
+        let clock = ContinuousClock()
+        let giveUp = clock.now + window
+        var pause = Duration.milliseconds(50)
+        while true {
+            do {
+                return try await client.call(method: method, params: .object(params), timeout: .seconds(300))
+            } catch let error as RPCError {
+                if error.retryable, clock.now + pause < giveUp {
+                    try? await Task.sleep(for: pause)
+                    pause = min(pause * 2, .seconds(2))
+                    continue
+                }
+                let reason = error.reason.map { " (\($0))" } ?? ""
+                throw OfferLoadError(.setupFailed, context: method, "error \(error.code): \(error.message)\(reason)")
+            } catch {
+                throw OfferLoadError(.setupFailed, context: method, String(describing: error))
+            }
         }
     }
 
-    /// Sends many calls pipelined, at most `window` in flight; the first failure ends the batch.
-    public func callAll(_ method: String, _ params: [JSONObject], window: Int = 64) async throws(OfferLoadError) {
+    /// Sends many calls of an idempotent method pipelined, at most `window` in flight; a call answered retryable
+    /// is sent again for up to `retryingFor` (a setup must not fail because the gateway's pool was busy for a
+    /// moment); the first other failure ends the batch.
+    public func callAll(
+        _ method: String, _ params: [JSONObject], window: Int = 64, retryingFor: Duration = .seconds(60)
+    ) async throws(OfferLoadError) {
         var index = 0
         while index < params.count {
             let chunk = params[index..<min(params.count, index + window)]
@@ -47,7 +65,7 @@ public struct AdminClient: Sendable {
                 for p in chunk {
                     group.addTask {
                         do throws(OfferLoadError) {
-                            try await self.call(method, p)
+                            try await self.call(method, p, retryingFor: retryingFor)
                             return nil
                         } catch {
                             return error

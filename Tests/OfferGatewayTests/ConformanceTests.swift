@@ -267,33 +267,48 @@ struct ConformanceTests {
 
     @Test("idle connections are closed; busy ones are not")
     func idleTimeout() async throws {
-        // 6 s idle timeout, a ping every 100 ms for 9 s: the busy connection outlives the timeout by far. The pings
-        // are sent from a thread of their own and answered on the event loops' threads (decision 009), never on the
-        // cooperative pool. Still, with a 2 s timeout, a fresh-clone CI run at load ~20 once saw the busy connection
-        // closed too: an event loop (the process's client loop, which every test's clients share, or the
-        // gateway's) fell more than 2 s behind. Any stall under 5.9 s is told apart from idleness now.
+        // 6 s idle timeout, a ping every 100 ms for 9 s: the busy connection outlives the timeout by far. Its pings
+        // go out and their answers are read on a thread of its own through a blocking socket, so only the gateway's
+        // event loops are measured: through an `RPCClient` they went through the client event loop that every
+        // test's clients in the process share, and a fresh-clone CI run (dozens of tests starting at once) once saw
+        // that loop stall long enough for the busy connection to look idle. The gateway's loop reads ready sockets
+        // before its idle scan, so its own stalls cannot close a connection with bytes waiting.
         try await TestGateway.with(configure: { _, rpc in rpc.idleTimeout = 6 }) { gw in
+            guard case .unix(let path) = gw.unix else { throw TestCommandError("the gateway has no Unix socket") }
             let idle = try await gw.connect()
-            let busy = try await gw.connect(tcp: true)
-            defer { busy.close() }
-            let answered = Atomic<Int>(0)
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                Thread {
-                    for _ in 0..<90 {
+            let busy = try BlockingLineSocket(path: path)
+            let pinged = await Self.onThread { () -> Result<Int, any Error> in
+                Result {
+                    var answered = 0
+                    for id in 0..<90 {
                         usleep(100_000)
-                        busy.send(method: "system.ping") { result in
-                            if case .success(.object(let object)) = result, object.isEmpty {
-                                answered.add(1, ordering: .relaxed)
-                            }
-                        }
+                        try busy.send(#"{"jsonrpc":"2.0","id":\#(id),"method":"system.ping"}"#)
+                        guard let line = try busy.readLine() else { break }
+                        let answer = try JSONParsing.parse(Array(line.utf8))
+                        if answer["id"]?.int64Value == Int64(id), answer["result"] == .object([:]) { answered += 1 }
                     }
-                    done.resume()
-                }.start()
+                    return answered
+                }
             }
-            #expect(try await busy.call(method: "system.ping") == .object([:]))
-            #expect(answered.load(ordering: .relaxed) == 90)
+            #expect(try pinged.get() == 90)
             #expect(await eventually(timeout: .seconds(30)) { idle.isClosed })
-            #expect(try await busy.call(method: "system.ping") == .object([:]))
+            let last = await Self.onThread { () -> Result<JSONValue?, any Error> in
+                Result {
+                    try busy.send(#"{"jsonrpc":"2.0","id":"last","method":"system.ping"}"#)
+                    return try busy.readLine().map { try JSONParsing.parse(Array($0.utf8)) }
+                }
+            }
+            let answer = try last.get()
+            #expect(
+                answer?["id"]?.stringValue == "last" && answer?["result"] == .object([:]),
+                "\(String(describing: answer))")
+        }
+    }
+
+    /// Runs blocking work on a thread of its own (never on the cooperative pool) and returns its value.
+    static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+            Thread { done.resume(returning: work()) }.start()
         }
     }
 

@@ -54,19 +54,29 @@ final class SpawnedGateway: Sendable {
         self.stderrPath = stderrPath
     }
 
-    /// Starts a gateway on a fresh database, runs `body`, stops the gateway.
-    static func with<T>(_ body: (SpawnedGateway, String) async throws -> T) async throws -> T {
-        try await TestDatabase.withConninfo(applicationName: "offer-load-tests") { conninfo in
+    /// Starts a gateway on a fresh database of `server`, runs `body`, stops the gateway. When `body` throws, the
+    /// gateway's log is printed first (the failure's cause on the gateway's side, e.g. why it answered -32050).
+    static func with<T>(
+        on server: TestServer = .main, _ body: (SpawnedGateway, String) async throws -> T
+    ) async throws -> T {
+        try await TestDatabase.withConninfo(on: server, applicationName: "offer-load-tests") { conninfo in
             let gateway = try await start(conninfo: conninfo)
             do {
                 let value = try await body(gateway, conninfo)
                 await gateway.stop()
                 return value
             } catch {
+                gateway.printLog()
                 await gateway.stop()
                 throw error
             }
         }
+    }
+
+    /// The gateway's stderr so far, to the test's stderr.
+    func printLog() {
+        guard let log = try? String(contentsOfFile: stderrPath, encoding: .utf8), !log.isEmpty else { return }
+        FileHandle.standardError.write(Data("--- offergate's log (\(socket)):\n\(log)--- end of log\n".utf8))
     }
 
     static func start(conninfo: String) async throws -> SpawnedGateway {
