@@ -29,11 +29,11 @@ public struct AdminClient: Sendable {
     /// `retryingFor`: how long an answer the gateway marks retryable (-32050, the database unavailable or its
     /// pool busy) is sent again, with a growing pause; only for calls that are idempotent. Zero: not retried.
     @discardableResult
-    public func call(_ method: String, _ params: JSONObject, retryingFor window: Duration = .zero)
+    public func call(_ method: String, _ params: JSONObject, retryingFor retryWindow: Duration = .zero)
         async throws(OfferLoadError) -> JSONValue
     {
         let clock = ContinuousClock()
-        let giveUp = clock.now + window
+        let giveUp = clock.now + retryWindow
         var pause = Duration.milliseconds(50)
         while true {
             do {
