@@ -68,6 +68,21 @@ start_gateway() {
     echo "gateway did not start:" >&2; tail -20 "$work/gateway.log" >&2; exit 1
 }
 
+# around_gateway PERF_ARGS… -- CMD…: runs CMD with `perf PERF_ARGS… -p $gateway_pid` attached to the gateway for
+# exactly CMD's run (started half a second before it, stopped with SIGINT after it); returns CMD's status.
+around_gateway() {
+    local perf_args=()
+    while [ "$1" != "--" ]; do perf_args+=("$1"); shift; done
+    shift
+    perf "${perf_args[@]}" -p "$gateway_pid" 2>/dev/null &
+    local perf_pid=$! status=0
+    sleep 0.5
+    "$@" || status=$?
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    return "$status"
+}
+
 # profiled NAME CMD…: runs CMD; with BENCH_PERF=DIR set, under `perf record -g` attached to the gateway
 # ($gateway_pid) for exactly CMD's run, into DIR/<bench>-NAME.perf.data (the last run of a name wins). Read it with
 # ops/perf/fold.py (layers, top symbols, flame graph). Without BENCH_PERF it only runs CMD.
@@ -75,13 +90,7 @@ profiled() {
     local name="$1"; shift
     [ -n "${BENCH_PERF:-}" ] || { "$@"; return; }
     mkdir -p "$BENCH_PERF"
-    perf record -q -F 999 -g -p "$gateway_pid" -o "$BENCH_PERF/$bench_name-$name.perf.data" 2>/dev/null &
-    local perf_pid=$! status=0
-    sleep 0.5
-    "$@" || status=$?
-    kill -INT "$perf_pid" 2>/dev/null || true
-    wait "$perf_pid" 2>/dev/null || true
-    return "$status"
+    around_gateway record -q -F 999 -g -o "$BENCH_PERF/$bench_name-$name.perf.data" -- "$@"
 }
 
 # pgbench_tps ARGS…: runs pgbench, prints its tps; an aborted or failing run stops the benchmark.

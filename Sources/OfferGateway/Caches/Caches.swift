@@ -212,10 +212,12 @@ struct ActiveSigner: Sendable {
 
     /// The signer for one app (a value over the shared, parsed key).
     func offerSigner(bundleId: String) -> OfferSigner {
-        if let signer = made.last.withLock({ $0 }), signer.bundleId == bundleId { return signer }
-        let signer = OfferSigner(key: key, keyId: keyId, issuerId: issuerId ?? "", bundleId: bundleId)
-        made.last.withLock { $0 = signer }
-        return signer
+        made.last.withLock { last in
+            if let last, last.bundleId == bundleId { return last }
+            let signer = OfferSigner(key: key, keyId: keyId, issuerId: issuerId ?? "", bundleId: bundleId)
+            last = signer
+            return signer
+        }
     }
 }
 
