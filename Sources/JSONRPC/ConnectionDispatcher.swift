@@ -76,22 +76,18 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
     /// `beforeWaiting` runs just before the caller would block (stdio writes the answers it held back).
     @discardableResult
     func dispatch(_ frame: [UInt8], blockingAt limit: Int? = nil, beforeWaiting: () -> Void = {}) -> Dispatched {
-        // Only small frames are parsed on the caller's (transport) thread: a large one (a catalog, a batch) would
-        // hold up every other connection of that thread, so it is parsed on its task.
-        let inbound = frame.count <= Self.answerNowMaxBytes ? RPCInbound.classify(frame, maxDepth: maxDepth) : nil
         var later: (start: RPCNowAnswer.Start, id: RPCID?)? = nil
-        if case .single(.request(let request))? = inbound {
-            let context = RPCContext(connection: info, requestID: request.id, sendFrame: sendFrame)
-            switch handler.answerNow(request, session: session, context: context) {
-            case .answered(let result)?:
-                guard state.withLock({ !$0.closed }) else { return .dropped }
-                guard let id = request.id else { return .answered(nil) }
-                return .answered(RPCResponse(id: id, result: result))
-            case .later(let start)?:
-                later = (start, request.id)
-            case nil:
-                break
-            }
+        var inbound: RPCInbound? = nil
+        switch RPCExchange.atOnce(
+            frame, handler: handler, session: session, connection: info, maxDepth: maxDepth, sendFrame: sendFrame)
+        {
+        case .answered(let response):
+            guard state.withLock({ !$0.closed }) else { return .dropped }
+            return .answered(response)
+        case .later(let start, let id):
+            later = (start, id)
+        case .declined(let parsed):
+            inbound = parsed
         }
         let token = state.withLock { s -> UInt64? in
             guard !s.closed else { return nil }
@@ -249,27 +245,53 @@ public enum RPCExchange {
         }
     }
 
-    /// `answer` without a task, when `frame` is one small request (or notification) that `handler.answerNow` takes
-    /// (as a socket connection offers it, `ConnectionDispatcher.dispatch`): `reply` gets the bytes `answer` would
-    /// return, at once (on the caller's thread) or from the handler's later reply (on any thread), and the result is
-    /// true. False, with nothing called and nothing started, for batches, large or malformed frames, and requests
-    /// the handler leaves to `handle`: the caller then uses `answer`.
+    /// What `atOnce` did with a frame.
+    enum AtOnce {
+        /// Answered on the caller's thread: the response (nil for a notification).
+        case answered(RPCResponse?)
+        /// Taken by the handler to answer later without a task: `start` replies once, on any thread, with the
+        /// result for request `id` (nil for a notification).
+        case later(RPCNowAnswer.Start, id: RPCID?)
+        /// Left to `answer` (a batch, a malformed frame, a request the handler leaves to `handle`), with what was
+        /// parsed of it already (nil: too large to parse on the caller's thread, `answerNowMaxBytes`). Nothing was
+        /// called and nothing started.
+        case declined(RPCInbound?)
+    }
+
+    /// The at-once path every transport shares (decision 009): a small frame holding one request is parsed on the
+    /// caller's (transport) thread and offered to `handler.answerNow`. A large frame (a catalog, a batch) is not
+    /// parsed here: it would hold up every other connection of that thread.
+    static func atOnce<Handler: RPCHandler>(
+        _ frame: [UInt8], handler: Handler, session: Handler.Session, connection: ConnectionInfo,
+        maxDepth: Int = JSONParsing.defaultMaxDepth, sendFrame: @escaping @Sendable ([UInt8]) -> Void = { _ in }
+    ) -> AtOnce {
+        guard frame.count <= ConnectionDispatcher<Handler>.answerNowMaxBytes else { return .declined(nil) }
+        let inbound = RPCInbound.classify(frame, maxDepth: maxDepth)
+        guard case .single(.request(let request)) = inbound else { return .declined(inbound) }
+        let context = RPCContext(connection: connection, requestID: request.id, sendFrame: sendFrame)
+        switch handler.answerNow(request, session: session, context: context) {
+        case .answered(let result)?: return .answered(request.id.map { RPCResponse(id: $0, result: result) })
+        case .later(let start)?: return .later(start, id: request.id)
+        case nil: return .declined(inbound)
+        }
+    }
+
+    /// `answer` without a task, when `atOnce` takes the frame (the HTTP route's at-once path; the socket and stdio
+    /// dispatchers use `atOnce` itself, to write an answer straight into their output): `reply` gets the bytes
+    /// `answer` would return, at once (on the caller's thread) or from the handler's later reply (on any thread),
+    /// and the result is true. False, with nothing called and nothing started, when `atOnce` declines it: the caller
+    /// then uses `answer`.
     public static func answerWithoutTask<Handler: RPCHandler>(
         _ frame: [UInt8], handler: Handler, session: Handler.Session, connection: ConnectionInfo,
         maxDepth: Int = JSONParsing.defaultMaxDepth, reply: @escaping @Sendable ([UInt8]?) -> Void
     ) -> Bool {
-        guard frame.count <= ConnectionDispatcher<Handler>.answerNowMaxBytes,
-            case .single(.request(let request)) = RPCInbound.classify(frame, maxDepth: maxDepth)
-        else { return false }
-        let context = RPCContext(connection: connection, requestID: request.id, sendFrame: { _ in })
-        guard let now = handler.answerNow(request, session: session, context: context) else { return false }
-        let id = request.id
-        let finish: @Sendable (Result<JSONValue, RPCError>) -> Void = { result in
-            reply(id.map { Self.frame(RPCResponse(id: $0, result: result)) })
-        }
-        switch now {
-        case .answered(let result): finish(result)
-        case .later(let start): start(finish)
+        switch atOnce(frame, handler: handler, session: session, connection: connection, maxDepth: maxDepth) {
+        case .answered(let response):
+            reply(response.map(Self.frame))
+        case .later(let start, let id):
+            start { result in reply(id.map { Self.frame(RPCResponse(id: $0, result: result)) }) }
+        case .declined:
+            return false
         }
         return true
     }
