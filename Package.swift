@@ -31,36 +31,40 @@ let package = Package(
         .systemLibrary(name: "CEpoll"),
         // posix_spawn's close-from file action, which Swift's Glibc module does not export (header only).
         .systemLibrary(name: "CSpawn"),
+        // A thread's kernel name (prctl), which Swift's Glibc module cannot call (header only).
+        .systemLibrary(name: "CThreadName"),
         // MARK: HTTP (issue 13): libmicrohttpd serves, libcurl is the harness's and the tests' client
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // MARK: Adapters
+        // Threads of our own, named for the kernel: the one place every module starts a thread.
+        .target(name: "Threads", dependencies: ["CThreadName"]),
         .target(name: "OfferCrypto", dependencies: ["CCrypto", "ByteCoding"]),
-        .target(name: "Postgres", dependencies: ["CLibPQ", "CSpawn", "CivilTime", "ByteCoding"]),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "CSpawn", "CivilTime", "ByteCoding", "Threads"]),
         .target(name: "OfferStore", dependencies: ["OfferDomain", "Postgres"]),
-        .target(name: "JSONRPC", dependencies: ["CEpoll", "CivilTime", "ByteCoding"]),
+        .target(name: "JSONRPC", dependencies: ["CEpoll", "CivilTime", "ByteCoding", "Threads"]),
         .target(name: "CLIKit"),
         // HTTP/1.1 listener on libmicrohttpd (ListenAddress and listening sockets come from JSONRPC) and HTTP client
         // on libcurl.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSONRPC"]),
-        .target(name: "HTTPClient", dependencies: ["CCurl"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSONRPC", "Threads"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Threads"]),
 
         // MARK: Application
         .target(
             name: "OfferGateway",
-            dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics", "HTTPServer"]
+            dependencies: ["OfferDomain", "OfferCrypto", "OfferStore", "JSONRPC", "Metrics", "HTTPServer", "Threads"]
         ),
         .target(
             name: "OfferLoadKit",
-            dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient", "ByteCoding"]),
+            dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient", "ByteCoding", "Threads"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(
             name: "offergate",
             dependencies: ["OfferGateway", "CLIKit", "OfferStore", "OfferCrypto", "Postgres", "JSONRPC", "HTTPServer"]),
         .executableTarget(
-            name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain", "ByteCoding", "CSpawn"]),
+            name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain", "ByteCoding", "CSpawn", "Threads"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
         .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),

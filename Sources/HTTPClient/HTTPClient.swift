@@ -3,6 +3,7 @@ import CCurl
 import Dispatch
 import Foundation
 import Synchronization
+import Threads
 
 /// A response as libcurl received it.
 public struct HTTPClientResponse: Sendable {
@@ -142,7 +143,7 @@ private final class Worker: Sendable {
 
     init() {
         // The thread holds the worker until `stop()` lets it return.
-        let thread = Thread { [self] in
+        startThread(named: "http-client") { [self] in
             while true {
                 self.available.wait()
                 let next = self.state.withLock { s -> (@Sendable () -> Void)?? in
@@ -154,8 +155,6 @@ private final class Worker: Sendable {
                 job()
             }
         }
-        thread.name = "http-client"
-        thread.start()
     }
 
     func submit(_ job: @escaping @Sendable () -> Void) {

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import JSONRPC
 import Synchronization
+import Threads
 
 #if canImport(Glibc)
     import Glibc
@@ -94,12 +95,10 @@ public final class HTTPServer: Sendable {
         // MHD_stop_daemon joins libmicrohttpd's threads: a blocking call, so it runs on a thread of its own, never on
         // the cooperative pool.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
+            startThread(named: "http-shutdown") {
                 for listener in listeners { listener.stop() }
                 continuation.resume()
             }
-            thread.name = "http-shutdown"
-            thread.start()
         }
         state.withLock { $0.finished = true }
         configuration.logger?(.shutdownFinished(forcedRequests: forced))

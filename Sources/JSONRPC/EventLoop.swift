@@ -2,6 +2,7 @@
 import CEpoll
 import Foundation
 import Synchronization
+import Threads
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 // The stdio transport: a reader thread (read(2)) and a writer thread (write(2)), never the cooperative pool.
 import Foundation
 import Synchronization
+import Threads
 
 #if canImport(Glibc)
     import Glibc

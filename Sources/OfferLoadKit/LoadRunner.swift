@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import Metrics
 import Synchronization
+import Threads
 
 /// A redemption the gateway acknowledged during the run (warm-up included: the database records those too).
 public struct AcknowledgedRedemption: Sendable, Equatable, Codable {
@@ -271,7 +272,7 @@ extension LoadRunner {
         let cancelled = Atomic<Bool>(false)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
-                let sender = Thread {
+                startThread(named: "load-sender") {
                     var index = 0
                     while !cancelled.load(ordering: .relaxed), let intended = schedule.intendedTime(of: index) {
                         let now = clock.now()
@@ -289,7 +290,6 @@ extension LoadRunner {
                     }
                     sent.resume()
                 }
-                sender.start()
             }
         } onCancel: {
             cancelled.store(true, ordering: .relaxed)

@@ -1,6 +1,7 @@
 import CLibPQ
 import Foundation
 import Synchronization
+import Threads
 
 #if canImport(Glibc)
     import Glibc
@@ -150,9 +151,7 @@ final class ListenerCore: Sendable {
     /// Starts the listener thread; `started` is called on it with nil once LISTENing, or with the first connect's
     /// error (then the thread ends).
     func startThread(started: @escaping @Sendable ((any Error)?) -> Void) {
-        let thread = Thread { self.run(started: started) }
-        thread.name = "offergate.postgres.listener"
-        thread.start()
+        Threads.startThread(named: "pg-listener") { self.run(started: started) }
     }
 
     func add(_ channel: String) {

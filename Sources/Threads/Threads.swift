@@ -1,5 +1,6 @@
-// Threads of our own, named for the kernel: Foundation's `Thread.name` is not the kernel's name on Linux.
-import CEpoll
+// Threads of our own, named for the kernel: Foundation's `Thread.name` is not the kernel's name on Linux. Every
+// module that starts a thread starts it here, so each shows under its name in `top -H`, `perf` and /proc.
+import CThreadName
 import Foundation
 
 /// Starts a thread running `body`, named `name` both for Foundation and for the kernel, as `top -H`, `perf` and

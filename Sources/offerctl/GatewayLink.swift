@@ -5,6 +5,7 @@ import CSpawn
 import Foundation
 import JSONRPC
 import Synchronization
+import Threads
 
 #if canImport(Glibc)
     import Glibc
@@ -279,7 +280,7 @@ final class ChildProcess: Sendable {
         }
         defer { killer.cancel() }
         let raw: Int32 = await withCheckedContinuation { continuation in
-            let thread = Thread {
+            startThread(named: "offerctl-waitpid") {
                 var raw: Int32 = 0
                 while waitpid(pid, &raw, 0) < 0 {
                     if errno != EINTR {
@@ -289,7 +290,6 @@ final class ChildProcess: Sendable {
                 }
                 continuation.resume(returning: raw)
             }
-            thread.start()
         }
         status.withLock { $0 = raw }
         return ExitDescription(raw: raw)

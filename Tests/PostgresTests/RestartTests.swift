@@ -68,6 +68,8 @@ extension PostgresIntegrationTests {
                 let listener = try await PostgresListener.start(
                     configuration: config, channels: ["catalog", "Mixed Case \"chan\""],
                     reconnectDelay: .milliseconds(100))
+                // Its thread carries its name for the kernel (`top -H`, `perf`), not only for Foundation.
+                #expect(try threadNames().contains("pg-listener"))
                 let log = EventLog()
                 let consumer = Task {
                     for await event in listener.events { log.events.withLock { $0.append(event) } }

@@ -3,6 +3,7 @@
 import Dispatch
 import JSONRPC
 import Synchronization
+import Threads
 
 /// Runs jobs one after another on a dedicated thread, started at the first `submit` and ended when this object is
 /// released (after the jobs already submitted). Jobs submitted while it runs are taken together at its next turn:
