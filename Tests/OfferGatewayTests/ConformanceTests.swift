@@ -267,41 +267,54 @@ struct ConformanceTests {
 
     @Test("idle connections are closed; busy ones are not")
     func idleTimeout() async throws {
-        // 6 s idle timeout, a ping every 100 ms for 9 s: the busy connection outlives the timeout by far. Its pings
-        // go out and their answers are read on a thread of its own through a blocking socket, so only the gateway's
-        // event loops are measured: through an `RPCClient` they went through the client event loop that every
-        // test's clients in the process share, and a fresh-clone CI run (dozens of tests starting at once) once saw
-        // that loop stall long enough for the busy connection to look idle. The gateway's loop reads ready sockets
-        // before its idle scan, so its own stalls cannot close a connection with bytes waiting.
+        // 6 s idle timeout; the busy connection pings every 100 ms for at least 9 s and until the idle one is seen
+        // closed, so it outlives the timeout by far. Both connections are blocking sockets driven from one thread of
+        // their own, so only the gateway's event loops are measured: through `RPCClient`s, the pings and the idle
+        // connection's end went through the client event loop that every test's clients in the process share, and
+        // fresh-clone CI runs (dozens of tests starting at once) saw that loop stall long enough for the busy
+        // connection to look idle, first while pinging, then while the test waited to see the idle one closed.
+        // The gateway's loop reads ready sockets before its idle scan, so its own stalls cannot close a connection
+        // with bytes waiting.
         try await TestGateway.with(configure: { _, rpc in rpc.idleTimeout = 6 }) { gw in
             guard case .unix(let path) = gw.unix else { throw TestCommandError("the gateway has no Unix socket") }
-            let idle = try await gw.connect()
+            let idle = try BlockingLineSocket(path: path)
             let busy = try BlockingLineSocket(path: path)
-            let pinged = await Self.onThread { () -> Result<Int, any Error> in
+            struct Outcome {
+                var pings = 0
+                var answered = 0
+                var idleClosed = false
+                var last: JSONValue?
+            }
+            let outcome = await Self.onThread { () -> Result<Outcome, any Error> in
                 Result {
-                    var answered = 0
-                    for id in 0..<90 {
-                        usleep(100_000)
+                    var outcome = Outcome()
+                    // Between pings, 100 ms of watching the idle connection for its end. At most ~40 s in all.
+                    while outcome.pings < 90 || !outcome.idleClosed, outcome.pings < 400 {
+                        if outcome.idleClosed {
+                            usleep(100_000)
+                        } else {
+                            outcome.idleClosed = try idle.closed(within: .milliseconds(100))
+                        }
+                        let id = outcome.pings
+                        outcome.pings += 1
                         try busy.send(#"{"jsonrpc":"2.0","id":\#(id),"method":"system.ping"}"#)
                         guard let line = try busy.readLine() else { break }
                         let answer = try JSONParsing.parse(Array(line.utf8))
-                        if answer["id"]?.int64Value == Int64(id), answer["result"] == .object([:]) { answered += 1 }
+                        if answer["id"]?.int64Value == Int64(id), answer["result"] == .object([:]) {
+                            outcome.answered += 1
+                        }
                     }
-                    return answered
-                }
-            }
-            #expect(try pinged.get() == 90)
-            #expect(await eventually(timeout: .seconds(30)) { idle.isClosed })
-            let last = await Self.onThread { () -> Result<JSONValue?, any Error> in
-                Result {
                     try busy.send(#"{"jsonrpc":"2.0","id":"last","method":"system.ping"}"#)
-                    return try busy.readLine().map { try JSONParsing.parse(Array($0.utf8)) }
+                    outcome.last = try busy.readLine().map { try JSONParsing.parse(Array($0.utf8)) }
+                    return outcome
                 }
             }
-            let answer = try last.get()
+            let seen = try outcome.get()
+            #expect(seen.idleClosed, "the idle connection was still open after \(seen.pings) pings on the busy one")
+            #expect(seen.pings >= 90 && seen.answered == seen.pings, "\(seen.answered) of \(seen.pings) pings answered")
             #expect(
-                answer?["id"]?.stringValue == "last" && answer?["result"] == .object([:]),
-                "\(String(describing: answer))")
+                seen.last?["id"]?.stringValue == "last" && seen.last?["result"] == .object([:]),
+                "\(String(describing: seen.last))")
         }
     }
 

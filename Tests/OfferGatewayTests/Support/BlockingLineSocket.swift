@@ -56,6 +56,21 @@ final class BlockingLineSocket: @unchecked Sendable {  // used by one thread at 
         }
     }
 
+    /// Whether the peer closes the connection within `timeout` (its end read); false when it is still open then.
+    /// Throws if a line arrives instead (nothing is expected on a connection watched for its end).
+    func closed(within timeout: Duration) throws -> Bool {
+        let milliseconds = Int32(
+            timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        var watched = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&watched, 1, milliseconds)
+        guard ready > 0 else {
+            if ready < 0 && errno != EINTR { throw Failure(description: "poll(2): errno \(errno)") }
+            return false
+        }
+        guard let line = try readLine() else { return true }
+        throw Failure(description: "a line arrived on a connection watched for its end: \(line)")
+    }
+
     /// The next line without its newline; nil when the peer closed the connection.
     func readLine() throws -> String? {
         while true {
