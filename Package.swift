@@ -67,7 +67,8 @@ let package = Package(
             name: "offerctl", dependencies: ["JSONRPC", "CLIKit", "OfferDomain", "ByteCoding", "CSpawn", "Threads"]),
         .executableTarget(name: "offer-load", dependencies: ["OfferLoadKit", "CLIKit"]),
         // Micro-benchmarks of single layers (signing, JSON, domain) for ops/bench; not shipped.
-        .executableTarget(name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit"]),
+        .executableTarget(
+            name: "offer-bench", dependencies: ["OfferCrypto", "OfferDomain", "JSONRPC", "CLIKit", "Threads"]),
 
         // MARK: Tests (mirror the sources)
         // Test-only support (fresh databases, restartable PostgreSQL clusters, spawning built binaries): used by the

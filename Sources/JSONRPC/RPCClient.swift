@@ -1,6 +1,7 @@
 // A pipelining JSON-RPC client over the same framing, on the process-wide client event loop.
 import Foundation
 import Synchronization
+import Threads
 
 #if canImport(Glibc)
     import Glibc
@@ -105,14 +106,13 @@ public final class RPCClient: Sendable {
     {
         let fd: Int32 = try await withCheckedThrowingContinuation { continuation in
             // connect(2) blocks: do it on a short-lived thread, never on the cooperative pool.
-            let thread = Thread {
+            startThread(named: "rpc-connect") {
                 do throws(JSONRPCError) {
                     continuation.resume(returning: try SocketAddress.connect(address))
                 } catch {
                     continuation.resume(throwing: error)
                 }
             }
-            thread.start()
         }
         return try await attach(readFD: fd, writeFD: fd, isSocket: true, configuration: configuration)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import OfferCrypto
 import Synchronization
+import Threads
 
 /// B5 signing-layer benchmark: one shared `OfferSigner`, N dedicated threads signing as fast as they can for a
 /// fixed time. Prints `sign format=<f> threads=<n> seconds=<s> signatures=<count> rate=<per wall second>
@@ -95,7 +96,7 @@ enum SignBenchmark {
         let fixedMessage = [UInt8](repeating: 0x5A, count: 111)
         for index in 0..<options.threads {
             done.enter()
-            let thread = Thread {
+            startThread(named: "sign-bench") {
                 var count = 0
                 let product = "com.example.monthly.\(index)"
                 do {
@@ -122,7 +123,6 @@ enum SignBenchmark {
                 counts.add(count, cpuSeconds: threadCPUSeconds())
                 done.leave()
             }
-            thread.start()
         }
         done.wait()
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
