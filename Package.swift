@@ -38,7 +38,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // MARK: Adapters
-        // Threads of our own, named for the kernel: the one place every module starts a thread.
+        // Threads of our own, named for the kernel: where the products' modules start every thread.
         .target(name: "Threads", dependencies: ["CThreadName"]),
         .target(name: "OfferCrypto", dependencies: ["CCrypto", "ByteCoding"]),
         .target(name: "Postgres", dependencies: ["CLibPQ", "CSpawn", "CivilTime", "ByteCoding", "Threads"]),

@@ -1,5 +1,6 @@
 // Threads of our own, named for the kernel: Foundation's `Thread.name` is not the kernel's name on Linux. Every
-// module that starts a thread starts it here, so each shows under its name in `top -H`, `perf` and /proc.
+// thread the shipped binaries start (and offer-bench's) starts here, so each shows under its name in `top -H`,
+// `perf` and /proc; test support's short-lived helper threads do not need one.
 import CThreadName
 import Foundation
 

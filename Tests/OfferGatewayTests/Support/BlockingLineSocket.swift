@@ -56,11 +56,9 @@ final class BlockingLineSocket: @unchecked Sendable {  // used by one thread at 
         }
     }
 
-    /// Whether the peer closes the connection within `timeout` (its end read); false when it is still open then.
-    /// Throws if a line arrives instead (nothing is expected on a connection watched for its end).
-    func closed(within timeout: Duration) throws -> Bool {
-        let milliseconds = Int32(
-            timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+    /// Whether the peer closes the connection within `milliseconds` (its end read); false when it is still open
+    /// then. Throws if a line arrives instead (nothing is expected on a connection watched for its end).
+    func closed(withinMilliseconds milliseconds: Int32) throws -> Bool {
         var watched = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ready = poll(&watched, 1, milliseconds)
         guard ready > 0 else {
