@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "OfferTestSupport"]),
         .testTarget(
             name: "OfferStoreTests", dependencies: ["OfferStore", "OfferDomain", "Postgres", "OfferTestSupport"]),
-        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC"]),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "OfferTestSupport"]),
         .testTarget(
             name: "OfferGatewayTests",
             dependencies: [
@@ -92,7 +92,8 @@ let package = Package(
             exclude: ["Fixtures/AppleSignedData", "Fixtures/StoreKitReal"]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONRPC"]),
+        .testTarget(
+            name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "JSONRPC", "OfferTestSupport"]),
         .testTarget(
             name: "OfferLoadKitTests",
             dependencies: ["OfferLoadKit", "JSONRPC", "Postgres", "OfferTestSupport", "Metrics", "OfferCrypto"]),

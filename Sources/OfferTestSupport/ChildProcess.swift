@@ -148,10 +148,7 @@ public final class ChildProcess: Sendable {
     /// Waits for the exit on a dedicated thread (never blocking the cooperative pool); returns the decoded status.
     public func wait() async -> Int32 {
         if let status = exitStatus() { return status }
-        return await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: self.waitBlocking()) }
-            thread.start()
-        }
+        return await onOwnThread { self.waitBlocking() }
     }
 
     /// `wait()`, sending SIGKILL first if the child still runs after `timeout`.

@@ -145,9 +145,6 @@ enum OpsPG {
     static func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
     static func system(onDedicatedThread line: String) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: Glibc.system(line)) }
-            thread.start()
-        }
+        await onOwnThread { Glibc.system(line) }
     }
 }

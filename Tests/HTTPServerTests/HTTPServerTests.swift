@@ -2,6 +2,7 @@ import Foundation
 import HTTPClient
 import HTTPServer
 import JSONRPC
+import OfferTestSupport
 import Synchronization
 import Testing
 
@@ -147,10 +148,7 @@ struct HTTPServerTests {
         defer { Task { await server.shutdown(gracePeriod: .seconds(1)) } }
         guard let port = URLComponents(string: base)?.port else { return }
         // Blocking socket calls, so on a thread of their own (never on the cooperative pool).
-        let (read, waited) = await withCheckedContinuation {
-            (continuation: CheckedContinuation<(Int, Duration), Never>) in
-            Thread { continuation.resume(returning: Self.sendPartialHeaderAndWaitForClose(port: port)) }.start()
-        }
+        let (read, waited) = await onOwnThread { Self.sendPartialHeaderAndWaitForClose(port: port) }
         // EOF, or a reset when the server's deadline fired before it had read the partial header (it then closes
         // with unread bytes, which the kernel answers with RST): both are the server cutting the connection, unlike
         // our own receive timeout (EAGAIN, after 60 s).

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Synchronization
 import Testing
 
@@ -202,12 +203,9 @@ func nextValue(_ client: RPCClient, timeout: Duration = .seconds(30)) async thro
 /// and the cooperative pool has only as many threads as the machine has cores, which every test running beside
 /// this one needs.
 func exitStatus(of process: Process) async -> Int32 {
-    await withCheckedContinuation { continuation in
-        let thread = Thread {
-            process.waitUntilExit()
-            continuation.resume(returning: process.terminationStatus)
-        }
-        thread.start()
+    await onOwnThread {
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 }
 

@@ -285,7 +285,7 @@ struct ConformanceTests {
                 var idleClosed = false
                 var last: JSONValue?
             }
-            let outcome = await Self.onThread { () -> Result<Outcome, any Error> in
+            let outcome = await onOwnThread { () -> Result<Outcome, any Error> in
                 Result {
                     var outcome = Outcome()
                     // Between pings, 100 ms of watching the idle connection for its end. At most ~40 s in all.
@@ -315,13 +315,6 @@ struct ConformanceTests {
             #expect(
                 seen.last?["id"]?.stringValue == "last" && seen.last?["result"] == .object([:]),
                 "\(String(describing: seen.last))")
-        }
-    }
-
-    /// Runs blocking work on a thread of its own (never on the cooperative pool) and returns its value.
-    static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
-            Thread { done.resume(returning: work()) }.start()
         }
     }
 

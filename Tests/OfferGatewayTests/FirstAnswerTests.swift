@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import OfferTestSupport
 import Testing
 
 @testable import OfferGateway
@@ -131,10 +132,14 @@ struct FirstAnswerTests {
                 // them, on the decision thread (one question at a time: it never has work waiting).
                 for product in ["monthly", "yearly"] {
                     let params: JSONValue = ["customerId": .string(customer), "productId": .string(product)]
+                    // A job counts as finished after it has written its answer, so the client can read the answer
+                    // first: wait until the thread has nothing unfinished before each count.
+                    #expect(await eventually { decisionThread.backlog == 0 })
                     let (before, finishedBefore) = (try await atOnce(), decisionThread.finished)
                     let mine = try await stdio.call(method: "offers.best", params: params)
                     if product == "yearly" {
                         decidedAtOnce += try await atOnce() - before
+                        #expect(await eventually { decisionThread.backlog == 0 })
                         decidedOnThread += decisionThread.finished - finishedBefore
                     }
                     #expect(

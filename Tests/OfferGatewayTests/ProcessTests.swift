@@ -51,12 +51,9 @@ struct SpawnedGateway {
         client.finishWriting()
         try? stdin.fileHandleForWriting.close()
         let process = self.process
-        return await withCheckedContinuation { continuation in
-            let thread = Thread {
-                process.waitUntilExit()
-                continuation.resume(returning: process.terminationStatus)
-            }
-            thread.start()
+        return await onOwnThread {
+            process.waitUntilExit()
+            return process.terminationStatus
         }
     }
 }

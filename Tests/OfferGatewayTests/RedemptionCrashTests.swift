@@ -142,8 +142,9 @@ struct RedemptionCrashTests {
                 return (try? await client.call(method: "system.ping", params: [:])) != nil
             }
             guard up else {
+                let exited = process.exitStatus().map { "it exited with status \($0)" } ?? "it was still running"
                 process.kill()
-                throw MissingEnvironment(variable: "a gateway listening on \(socket)")
+                throw TestCommandError("offergate serve did not answer system.ping on \(socket) within 20 s; \(exited)")
             }
             return SpawnedGateway(process: process, socket: socket)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Synchronization
 import Testing
 
@@ -98,11 +99,7 @@ func simulate<T: Sendable>(
             outcome.value.withLock { $0 = .failure(error) }
         }
     }
-    let finished = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-        Thread {
-            c.resume(returning: executor.drive(clock: clock) { outcome.value.withLock { $0 != nil } })
-        }.start()
-    }
+    let finished = await onOwnThread { executor.drive(clock: clock) { outcome.value.withLock { $0 != nil } } }
     guard finished, let result = outcome.value.withLock({ $0 }) else {
         task.cancel()
         throw SimulationDeadlock()

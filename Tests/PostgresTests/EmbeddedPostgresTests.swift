@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Postgres
 import Testing
 
@@ -22,7 +23,8 @@ struct EmbeddedPostgresTests {
         let cluster = try EmbeddedPostgres(baseDirectory: base)
         defer { try? cluster.stop() }
 
-        #expect(try cluster.start() == true)  // initdb + start
+        // start() and stop() wait for initdb and pg_ctl: off the cooperative pool.
+        #expect(try await onOwnThread { try cluster.start() } == true)  // initdb + start
         #expect(cluster.isRunning())
         #expect(FileManager.default.fileExists(atPath: cluster.dataDirectory.appendingPathComponent("PG_VERSION").path))
         let config = try PostgresConfiguration(conninfo: cluster.connectionString)
@@ -35,17 +37,17 @@ struct EmbeddedPostgresTests {
         await connection.close()
 
         // Already running: start() reuses it and says it did not start it.
-        #expect(try cluster.start() == false)
+        #expect(try await onOwnThread { try cluster.start() } == false)
 
-        try cluster.stop()
+        try await onOwnThread { try cluster.stop() }
         #expect(!cluster.isRunning())
 
         // Started again on the same directory: the data is still there.
-        #expect(try cluster.start() == true)
+        #expect(try await onOwnThread { try cluster.start() } == true)
         let again = try await PostgresConnection.connect(configuration: config)
         #expect(try await again.query("SELECT n FROM kept").scalar(Int32.self) == 42)
         await again.close()
-        try cluster.stop()
+        try await onOwnThread { try cluster.stop() }
     }
 
     @Test func aSocketPathThatCannotFitIsRejectedUpFront() throws {
