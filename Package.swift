@@ -89,7 +89,7 @@ let package = Package(
                 "HTTPServer", "HTTPClient", "Metrics",
             ],
             // Read from the source tree by the tests (PackagePaths.root), not bundled.
-            exclude: ["Fixtures/AppleSignedData", "Fixtures/StoreKitReal"]),
+            exclude: ["Fixtures/AppleSignedData", "Fixtures/StoreKitReal", "HTTPScripts"]),
         .testTarget(name: "CLIKitTests", dependencies: ["CLIKit"]),
         .testTarget(name: "MetricsTests", dependencies: ["Metrics"]),
         .testTarget(

@@ -55,8 +55,7 @@ public final class HTTPConnection: @unchecked Sendable {
         guard let handle = curl_easy_init() else { throw HTTPClientError(code: -1, message: "curl_easy_init failed") }
         self.handle = handle
         self.endpoint = endpoint
-        let millis =
-            Int(timeout.components.seconds) * 1000 + Int(timeout.components.attoseconds / 1_000_000_000_000_000)
+        let millis = Int(timeout / .milliseconds(1))
         _ = og_curl_set_long(handle, CURLOPT_TIMEOUT_MS, millis)
         _ = og_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = og_curl_set_long(handle, CURLOPT_TCP_NODELAY, 1)

@@ -148,8 +148,7 @@ final class Listener: @unchecked Sendable {
         // Checks deadlines a few times per timeout: a late request is cut within a quarter of the timeout.
         let timeout = configuration.requestTimeout
         let interval = max(.milliseconds(50), min(.seconds(1), timeout / 4))
-        let nanos =
-            Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+        let nanos = Int(interval / .nanoseconds(1))
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "http-deadlines"))
         timer.schedule(deadline: .now() + .nanoseconds(nanos), repeating: .nanoseconds(nanos))
         timer.setEventHandler { [weak self] in self?.expireLateRequests() }

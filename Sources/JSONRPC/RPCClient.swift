@@ -252,8 +252,7 @@ public final class RPCClient: Sendable {
 
     /// The loop clock's reading (``EventLoop/now()`` seconds) `timeout` from now: a call's deadline.
     static func deadline(after timeout: Duration) -> Double {
-        let (seconds, attoseconds) = timeout.components
-        return EventLoop.now() + Double(seconds) + Double(attoseconds) / 1e18
+        EventLoop.now() + timeout / .seconds(1)
     }
 
     /// Registers a call and queues its line (the id is taken and the line queued under one lock, so lines leave in

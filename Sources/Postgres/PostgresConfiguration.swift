@@ -41,8 +41,7 @@ public struct PostgresConfiguration: Sendable, Hashable {
     /// `statement_timeout` in milliseconds, as sent (nil: not sent).
     var statementTimeoutMilliseconds: Int64? {
         guard let statementTimeout else { return nil }
-        let (seconds, attoseconds) = statementTimeout.components
-        return max(0, seconds * 1_000 + attoseconds / 1_000_000_000_000_000)
+        return max(0, Int64(statementTimeout / .milliseconds(1)))
     }
 
     static let sessionOptions = "-c TimeZone=UTC -c DateStyle=ISO -c extra_float_digits=3 -c bytea_output=hex"

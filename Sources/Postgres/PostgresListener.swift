@@ -204,14 +204,13 @@ final class ListenerCore: Sendable {
     /// new primary may already answer), then doubling, jittered (half to all of it), capped at `cap` (the
     /// `reconnectDelay`), so a feed follows a failover as soon as a primary answers without spinning meanwhile.
     static func reconnectPause(failures: Int, cap: Duration) -> Duration {
-        let capMs = max(1, Int(cap.components.seconds * 1_000 + cap.components.attoseconds / 1_000_000_000_000_000))
+        let capMs = max(1, Int(cap / .milliseconds(1)))
         let ceiling = min(capMs, 20 << min(failures, 10))
         return .milliseconds(Int.random(in: (ceiling / 2)...ceiling))
     }
 
     private func sleep(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+        Thread.sleep(forTimeInterval: duration / .seconds(1))
     }
 
     /// The thread body.

@@ -39,8 +39,7 @@ enum DomainBenchmark {
                 }
             }
             let elapsed = ContinuousClock.now - start
-            let perSecond =
-                Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            let perSecond = Double(count) / (elapsed / .seconds(1))
             print("best decisions/s: \(Int(perSecond)) (\(winners) with a winner of \(count))")
             return 0
         } catch {

@@ -150,8 +150,7 @@ public final class Gateway: RPCHandler {
         _ outcome: Result<JSONValue, RPCError>, detail: String? = nil, atOnce: Bool = false
     ) -> Result<JSONValue, RPCError> {
         let elapsed = ContinuousClock.now - started
-        let micros =
-            Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        let micros = Int(elapsed / .microseconds(1))
         let code: Int? = if case .failure(let error) = outcome { error.code } else { nil }
         stats.record(methods[request.method]?.counted ?? .unknown, micros: micros, errorCode: code, atOnce: atOnce)
         log(request: request, session: session, tenant: tenant, micros: micros, code: code, detail: detail)

@@ -132,9 +132,8 @@ struct HTTPRouter: Sendable {
         _ response: HTTPResponse, route: String, since started: ContinuousClock.Instant, _ metrics: GatewayMetrics
     ) {
         let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.httpRequests.increment([route, String(response.status)])
-        metrics.httpDuration.observe(seconds, [route])
+        metrics.httpDuration.observe(elapsed / .seconds(1), [route])
     }
 }
 

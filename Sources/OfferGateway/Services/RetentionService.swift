@@ -343,9 +343,7 @@ struct RetentionService: Sendable {
     private func record(
         _ outcome: Outcome, decision: Decision, request: AppleDataService.RetentionRequest, tenant: TenantRecord
     ) {
-        let micros =
-            outcome.latency.components.seconds * 1_000_000
-            + outcome.latency.components.attoseconds / 1_000_000_000_000
+        let micros = Int64(outcome.latency / .microseconds(1))
         let row = RetentionAnswerRow(
             tenant: tenant.id,
             answer: RetentionAnswerRecord(
@@ -463,9 +461,7 @@ extension GatewayMetrics {
     func recordRetention(_ outcome: RetentionService.Outcome) {
         let kind = outcome.answer.kind.rawValue
         retentionAnswers.increment([kind, outcome.fallbackReason ?? "none"])
-        let seconds =
-            Double(outcome.latency.components.seconds) + Double(outcome.latency.components.attoseconds) / 1e18
-        retentionDuration.observe(seconds, [kind])
+        retentionDuration.observe(outcome.latency / .seconds(1), [kind])
         if !outcome.withinBudget { retentionOutsideBudget.increment() }
     }
 }

@@ -71,8 +71,7 @@ final class DeadlineTimer: Sendable {
     private func arm(_ deadline: ContinuousClock.Instant, _ s: inout State) {
         s.armed = deadline
         let wait = max(.zero, deadline - ContinuousClock.now)
-        let nanos = wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
-        s.timer.schedule(deadline: .now() + .nanoseconds(Int(nanos)), leeway: .nanoseconds(0))
+        s.timer.schedule(deadline: .now() + .nanoseconds(Int(wait / .nanoseconds(1))), leeway: .nanoseconds(0))
     }
 
     /// Runs every action whose deadline passed, drops cancelled entries from the top, and sets the timer for the

@@ -15,7 +15,7 @@ final class OutageLog: Sendable {
         var recovered: Bool
 
         var metadata: [String: String] {
-            let ms = over.components.seconds * 1_000 + over.components.attoseconds / 1_000_000_000_000_000
+            let ms = Int64(over / .milliseconds(1))
             return [
                 "outage.suppressed": String(suppressed), "outage.over_ms": String(ms),
                 "error.detail": latestDetail,
