@@ -10,3 +10,11 @@ public func onOwnThread<T: Sendable, E: Error>(_ work: @escaping @Sendable () th
     }
     return try result.get()
 }
+
+/// Waits for `process` to exit (`waitUntilExit` blocks its thread, so on one of its own) and returns its status.
+public func exitStatus(of process: Process) async -> Int32 {
+    await onOwnThread {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}

@@ -132,7 +132,7 @@ enum OpsPG {
         let inner =
             closeAll + "exec env \(assignments)/bin/bash \(quoted(path)) \(quoted(command)) \(quoted(directory))"
         let line = "/bin/bash -c \(quoted(inner)) </dev/null >\(quoted(out)) 2>\(quoted(log))"
-        let status = await system(onDedicatedThread: line)
+        let status = await onOwnThread { Glibc.system(line) }
         guard status == 0 else {
             let tail = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").suffix(2000)
             throw TestCommandError("\(script) \(command) \(directory) failed with status \(status): \(tail)")
@@ -143,8 +143,4 @@ enum OpsPG {
     }
 
     static func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
-    static func system(onDedicatedThread line: String) async -> Int32 {
-        await onOwnThread { Glibc.system(line) }
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import OfferTestSupport
 import Testing
 
 @testable import JSONRPC

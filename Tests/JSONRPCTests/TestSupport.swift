@@ -1,5 +1,4 @@
 import Foundation
-import OfferTestSupport
 import Synchronization
 import Testing
 
@@ -197,16 +196,6 @@ func nextValue(_ client: RPCClient, timeout: Duration = .seconds(30)) async thro
         throw JSONRPCError(.connectionClosed, "EOF while waiting for a line")
     }
     return value
-}
-
-/// Waits for `process` to exit on a thread of its own and returns its status. `waitUntilExit` blocks its thread,
-/// and the cooperative pool has only as many threads as the machine has cores, which every test running beside
-/// this one needs.
-func exitStatus(of process: Process) async -> Int32 {
-    await onOwnThread {
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
 }
 
 /// A one-shot event a test waits for with a deadline: `wait` is woken by `signal`, it does not poll.

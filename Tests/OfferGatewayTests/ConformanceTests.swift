@@ -285,31 +285,28 @@ struct ConformanceTests {
                 var idleClosed = false
                 var last: JSONValue?
             }
-            let outcome = await onOwnThread { () -> Result<Outcome, any Error> in
-                Result {
-                    var outcome = Outcome()
-                    // Between pings, 100 ms of watching the idle connection for its end. At most ~40 s in all.
-                    while outcome.pings < 90 || !outcome.idleClosed, outcome.pings < 400 {
-                        if outcome.idleClosed {
-                            usleep(100_000)
-                        } else {
-                            outcome.idleClosed = try idle.closed(withinMilliseconds: 100)
-                        }
-                        let id = outcome.pings
-                        outcome.pings += 1
-                        try busy.send(#"{"jsonrpc":"2.0","id":\#(id),"method":"system.ping"}"#)
-                        guard let line = try busy.readLine() else { break }
-                        let answer = try JSONParsing.parse(Array(line.utf8))
-                        if answer["id"]?.int64Value == Int64(id), answer["result"] == .object([:]) {
-                            outcome.answered += 1
-                        }
+            let seen = try await onOwnThread { () throws -> Outcome in
+                var outcome = Outcome()
+                // Between pings, 100 ms of watching the idle connection for its end. At most ~40 s in all.
+                while outcome.pings < 90 || !outcome.idleClosed, outcome.pings < 400 {
+                    if outcome.idleClosed {
+                        usleep(100_000)
+                    } else {
+                        outcome.idleClosed = try idle.closed(withinMilliseconds: 100)
                     }
-                    try busy.send(#"{"jsonrpc":"2.0","id":"last","method":"system.ping"}"#)
-                    outcome.last = try busy.readLine().map { try JSONParsing.parse(Array($0.utf8)) }
-                    return outcome
+                    let id = outcome.pings
+                    outcome.pings += 1
+                    try busy.send(#"{"jsonrpc":"2.0","id":\#(id),"method":"system.ping"}"#)
+                    guard let line = try busy.readLine() else { break }
+                    let answer = try JSONParsing.parse(Array(line.utf8))
+                    if answer["id"]?.int64Value == Int64(id), answer["result"] == .object([:]) {
+                        outcome.answered += 1
+                    }
                 }
+                try busy.send(#"{"jsonrpc":"2.0","id":"last","method":"system.ping"}"#)
+                outcome.last = try busy.readLine().map { try JSONParsing.parse(Array($0.utf8)) }
+                return outcome
             }
-            let seen = try outcome.get()
             #expect(seen.idleClosed, "the idle connection was still open after \(seen.pings) pings on the busy one")
             #expect(seen.pings >= 90 && seen.answered == seen.pings, "\(seen.answered) of \(seen.pings) pings answered")
             #expect(

@@ -50,11 +50,7 @@ struct SpawnedGateway {
     func finish() async -> Int32 {
         client.finishWriting()
         try? stdin.fileHandleForWriting.close()
-        let process = self.process
-        return await onOwnThread {
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        return await exitStatus(of: process)
     }
 }
 
