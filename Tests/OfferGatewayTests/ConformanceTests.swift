@@ -292,7 +292,7 @@ struct ConformanceTests {
                     if outcome.idleClosed {
                         usleep(100_000)
                     } else {
-                        outcome.idleClosed = try idle.closed(withinMilliseconds: 100)
+                        outcome.idleClosed = try idle.closed(within: .milliseconds(100))
                     }
                     let id = outcome.pings
                     outcome.pings += 1

@@ -56,11 +56,11 @@ final class BlockingLineSocket: @unchecked Sendable {  // used by one thread at 
         }
     }
 
-    /// Whether the peer closes the connection within `milliseconds` (its end read); false when it is still open
-    /// then. Throws if a line arrives instead (nothing is expected on a connection watched for its end).
-    func closed(withinMilliseconds milliseconds: Int32) throws -> Bool {
+    /// Whether the peer closes the connection within `timeout` (its end read, to the millisecond); false when it is
+    /// still open then. Throws if a line arrives instead (nothing is expected on a connection watched for its end).
+    func closed(within timeout: Duration) throws -> Bool {
         var watched = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&watched, 1, milliseconds)
+        let ready = poll(&watched, 1, Int32(timeout / .milliseconds(1)))
         guard ready > 0 else {
             if ready < 0 && errno != EINTR { throw Failure(description: "poll(2): errno \(errno)") }
             return false
