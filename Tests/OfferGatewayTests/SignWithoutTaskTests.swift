@@ -133,6 +133,16 @@ struct SignWithoutTaskTests {
             for (format, count) in signedByFormat {
                 #expect(text.contains(#"offergate_signatures_total{format="\#(format)"} \#(count)"#), "\(format)")
             }
+            // The ledger's group commit: every row counted once committed, in at least one commit and at most one
+            // per row, each commit timed; nothing failed.
+            let signed = signedByFormat.values.reduce(0, +)
+            #expect(text.contains("offergate_ledger_rows_total \(signed)\n"))
+            let commits = try #require(
+                text.split(separator: "\n").first {
+                    $0.hasPrefix(#"offergate_ledger_commit_duration_seconds_count{outcome="committed"} "#)
+                }.flatMap { Int($0.split(separator: " ").last ?? "") })
+            #expect((1...signed).contains(commits), "\(commits) commits for \(signed) rows")
+            #expect(!text.contains(#"offergate_ledger_commit_duration_seconds_count{outcome="failed"}"#))
         }
     }
 

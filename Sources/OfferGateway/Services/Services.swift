@@ -44,7 +44,8 @@ struct Services: Sendable {
         keys = KeyService(repository: database.signingKeys, sealer: sealer, caches: caches, logger: logger)
         catalog = CatalogService(repository: database.catalog, caches: caches, clock: clock, logger: logger)
         let offers = OfferService(
-            customers: customers, caches: caches, ledger: LedgerWriter(ledger: database.signatures),
+            customers: customers, caches: caches,
+            ledger: LedgerWriter(ledger: database.signatures, metrics: stats.metrics),
             signatures: database.signatures, campaigns: database.campaigns,
             offered: OfferedCounter(
                 repository: database.funnel, interval: options.funnelFlushInterval, logger: logger),

@@ -25,7 +25,8 @@ enum LedgerEntry: Sendable {
 }
 
 extension GroupCommitWriter where Row == LedgerEntry {
-    convenience init(ledger: SignatureLedger) {
+    /// Each batch's commit is timed and its rows counted in `metrics` (`offergate_ledger_*`).
+    convenience init(ledger: SignatureLedger, metrics: GatewayMetrics) {
         self.init(maxInFlight: 2) { entries, committed in
             var signatures: [(tenant: UUID, signature: IssuedSignature)] = []
             var answers: [(tenant: UUID, answer: RetentionAnswerRecord)] = []
@@ -35,7 +36,13 @@ extension GroupCommitWriter where Row == LedgerEntry {
                 case .retentionAnswer(let row): answers.append((row.tenant, row.answer))
                 }
             }
-            ledger.recordBatch(signatures, retentionAnswers: answers) { committed($0.mapError { $0 }) }
+            let started = ContinuousClock.now
+            ledger.recordBatch(signatures, retentionAnswers: answers) { result in
+                let ok = if case .success = result { true } else { false }
+                metrics.recordLedgerCommit(
+                    rows: entries.count, seconds: (ContinuousClock.now - started) / .seconds(1), committed: ok)
+                committed(result.mapError { $0 })
+            }
         }
     }
 
