@@ -120,6 +120,13 @@ ctx_switches() {
 }
 per_thousand() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f\n", 1e6 * t / hz / n}'; }
 
+# openssl_signs SECONDS [ARGS…]: `openssl speed ecdsap256`'s signatures per second (with -multi N: of all N
+# processes together).
+openssl_signs() {
+    local seconds="$1"; shift
+    openssl speed -seconds "$seconds" "$@" ecdsap256 2>/dev/null | tail -1 | awk '{print $7}'
+}
+
 # gateway_stats SOCKET EXPR: a field of the gateway's `system.stats` (a python expression over `r`), asked as admin.
 gateway_stats() {
     python3 - "$1" "$2" <<'PY'
