@@ -5,6 +5,8 @@ import OfferTestSupport
 import Synchronization
 import Testing
 
+@testable import OfferStore
+
 /// `offers.best` answers are remembered (DecisionMemo). These tests hold a gateway that remembers next to one that
 /// does not (the oracle), on the same database and clock, and require the same answers from both while time
 /// passes, the customer's history changes and the catalog changes.
@@ -175,6 +177,17 @@ struct DecisionMemoTests {
             defer { admin.close() }
             let key = try await gw.createTenant("acme", admin: admin)
             try await gw.upsertStandardCatalog(tenant: "acme", admin: admin)
+            // The upsert's own announcement comes back through the change feed and drops the catalog: on a loaded
+            // machine that can land after the first answer, and the next would be decided again. An announcement
+            // made now is applied after it (commit order): wait for that one, the only customer change here.
+            let tenant = try await gw.tenantId("acme")
+            _ = try await gw.database.pool.query(
+                "SELECT pg_notify('offergate_customer', \(tenant.uuidString.lowercased() + ":c0"))")
+            #expect(
+                await eventually {
+                    gw.service.gateway.metrics.registry.exposition()
+                        .contains(#"offergate_change_feed_changes_total{kind="customer"} 1"#)
+                })
             let app = try await gw.tenant(key)
             defer { app.close() }
             let params: JSONValue = ["customerId": "c1", "productId": "monthly"]

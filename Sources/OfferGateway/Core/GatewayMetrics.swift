@@ -46,6 +46,12 @@ public final class GatewayMetrics: Sendable {
     /// Rows committed to the ledger (divided by the histogram's committed `_count`: rows per commit).
     let ledgerRows: Counter
 
+    // MARK: The change feed
+    /// Announcements applied to the caches, by kind: `catalog` (a tenant's catalog, settings, keys), `customer` (one
+    /// customer's history), `resync` (everything dropped: the feed started, reconnected, overflowed or read an
+    /// unrecognised change). Applied in the order the database committed them.
+    let changeFeedChanges: Counter
+
     public init() {
         rpcRequests = registry.counter(
             "offergate_rpc_requests_total", help: "JSON-RPC requests handled, by method.", labels: ["method"])
@@ -90,6 +96,10 @@ public final class GatewayMetrics: Sendable {
             labels: ["outcome"],
             // A commit is a statement and a flush: ~0.1-1 ms on a healthy disk, so finer than the request buckets.
             buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
+        changeFeedChanges = registry.counter(
+            "offergate_change_feed_changes_total",
+            help: "Change-feed announcements applied to the caches, by kind (catalog, customer, resync).",
+            labels: ["kind"])
         ledgerRows = registry.counter(
             "offergate_ledger_rows_total",
             help: "Rows committed to the signature ledger (signatures, retention answers).")

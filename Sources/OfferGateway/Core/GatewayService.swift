@@ -198,9 +198,12 @@ public final class GatewayService: Sendable {
         switch change {
         case .catalogOrSigningKeys(let tenant):
             gateway.invalidate(tenant: tenant)
+            gateway.metrics.changeFeedChanges.increment(["catalog"])
         case .customer(let tenant, let customerId):
             gateway.invalidate(tenant: tenant, customerId: customerId)
+            gateway.metrics.changeFeedChanges.increment(["customer"])
         case .mayHaveMissedChanges(let reason):
+            defer { gateway.metrics.changeFeedChanges.increment(["resync"]) }
             switch reason {
             case .started: break
             case .connectionLost:
