@@ -140,6 +140,12 @@ public struct CustomerRecords: Sendable, Hashable, Codable {
     /// chain's renewal info applied to its latest transaction), plus recorded transactions Apple did not report
     /// (a recorded transaction with the id of an Apple one, in any environment, is superseded by it).
     public func effective(_ policy: EnvironmentPolicy) -> EffectiveRecords {
+        // Nothing from Apple (a tenant whose backend reports transactions itself): the recorded ones as they are,
+        // without copying each on the way.
+        if appleTransactions.isEmpty, appleRenewals.isEmpty {
+            return EffectiveRecords(
+                transactions: recorded, appleTransactionIds: [], environment: .production, renewals: [])
+        }
         let environment = environment(policy)
         let renewals = Dictionary(
             appleRenewals.filter { $0.environment == environment }.map { ($0.originalTransactionId, $0) },
@@ -155,6 +161,7 @@ public struct CustomerRecords: Sendable, Hashable, Codable {
             latestOfChain[t.originalTransactionId] = t
         }
         var transactions: [Transaction] = []
+        transactions.reserveCapacity(apple.count + recorded.count)
         var appleIds: Set<String> = []
         for t in apple {
             guard let expires = t.expiresDate else { continue }
@@ -173,9 +180,9 @@ public struct CustomerRecords: Sendable, Hashable, Codable {
             appleIds.insert(t.transactionId)
         }
         let superseded = Set(appleTransactions.map(\.transactionId))
-        let recordedKept = recorded.filter { !superseded.contains($0.transactionId) }
+        for t in recorded where !superseded.contains(t.transactionId) { transactions.append(t) }
         return EffectiveRecords(
-            transactions: transactions + recordedKept, appleTransactionIds: appleIds, environment: environment,
+            transactions: transactions, appleTransactionIds: appleIds, environment: environment,
             renewals: Array(renewals.values))
     }
 }

@@ -218,12 +218,17 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
     public static func derive(transactions: [Transaction], catalog: Catalog, at: Date) -> CustomerHistory {
         var byGroup: [String: [Transaction]] = [:]
         var ignored: [String] = []
-        for transaction in transactions where transaction.purchaseDate <= at {
-            guard let groupId = catalog.groupId(ofProduct: transaction.productId) else {
-                ignored.append(transaction.transactionId)
-                continue
+        if let groupId = soleGroup(of: transactions, catalog: catalog, at: at) {
+            // The usual case (every transaction bought by `at`, in one group): the array as it is, not a copy.
+            byGroup[groupId] = transactions
+        } else {
+            for transaction in transactions where transaction.purchaseDate <= at {
+                guard let groupId = catalog.groupId(ofProduct: transaction.productId) else {
+                    ignored.append(transaction.transactionId)
+                    continue
+                }
+                byGroup[groupId, default: []].append(transaction)
             }
-            byGroup[groupId, default: []].append(transaction)
         }
         var groups: [String: GroupHistory] = [:]
         for group in catalog.groups {
@@ -233,26 +238,44 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
         return CustomerHistory(at: at, groups: groups, ignoredTransactionIds: ignored.sorted())
     }
 
+    /// The one group every transaction belongs to, when each was bought by `at` and is of a product of that group
+    /// (nil otherwise, and for none).
+    private static func soleGroup(of transactions: [Transaction], catalog: Catalog, at: Date) -> String? {
+        var sole: String?
+        for transaction in transactions {
+            guard transaction.purchaseDate <= at, let groupId = catalog.groupId(ofProduct: transaction.productId),
+                sole == nil || sole == groupId
+            else { return nil }
+            sole = groupId
+        }
+        return sole
+    }
+
+    /// The order a group's transactions are read in: purchased, then expiring, earlier first; then by id.
+    private static func precedes(_ lhs: Transaction, _ rhs: Transaction) -> Bool {
+        if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
+        if lhs.expiresDate != rhs.expiresDate { return lhs.expiresDate < rhs.expiresDate }
+        return lhs.transactionId < rhs.transactionId
+    }
+
     static func groupHistory(groupId: String, transactions: [Transaction], catalog: Catalog, at: Date)
         -> GroupHistory
     {
-        let sorted = transactions.sorted { lhs, rhs in
-            if lhs.purchaseDate != rhs.purchaseDate { return lhs.purchaseDate < rhs.purchaseDate }
-            if lhs.expiresDate != rhs.expiresDate { return lhs.expiresDate < rhs.expiresDate }
-            return lhs.transactionId < rhs.transactionId
-        }
+        // Stored transactions are read in purchase order, so usually in this order already: then not copied.
+        let inOrder = zip(transactions, transactions.dropFirst()).allSatisfy { !precedes($1, $0) }
+        let sorted = inOrder ? transactions : transactions.sorted(by: precedes)
         guard let latest = sorted.last, let first = sorted.first else { return .never(groupId: groupId) }
 
         // One pass: the transaction in effect at `at` that ends last (the first of equals, as `max` keeps it), the
         // latest effective end and the latest expiry.
-        var current: Transaction?
+        var current: Int?
         var currentEnd = Date.distantPast
         var lastEnd = Date.distantPast
         var lastExpires = Date.distantPast
-        for transaction in sorted {
+        for (index, transaction) in sorted.enumerated() {
             let end = transaction.effectiveEnd(at: at)
             if transaction.purchaseDate <= at, at < end, current == nil || currentEnd < end {
-                current = transaction
+                current = index
                 currentEnd = end
             }
             lastEnd = max(lastEnd, end)
@@ -273,7 +296,8 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
             state = .expired
         }
         return GroupHistory(
-            groupId: groupId, state: state, autoRenew: latest.autoRenew, activeProductId: current?.productId,
+            groupId: groupId, state: state, autoRenew: latest.autoRenew,
+            activeProductId: current.map { sorted[$0].productId },
             firstPurchaseDate: first.purchaseDate, lastExpiresDate: lastExpires,
             lapsedAt: state.isLapsed ? lastEnd : nil,
             paidMonths: paidMonths(sorted, catalog: catalog, at: at),

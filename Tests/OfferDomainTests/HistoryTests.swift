@@ -290,4 +290,45 @@ struct HistoryTests {
         let decoded = try JSONDecoder().decode(Transaction.self, from: JSONEncoder().encode(t))
         #expect(decoded == t)
     }
+
+    @Test("a history does not depend on the order or grouping its transactions arrive in")
+    func orderAndGroupingDoNotMatter() {
+        // derive takes shortcuts for the usual input (all in one group, all bought by `at`, already in order): the
+        // same transactions shuffled, or with a transaction of an unknown product beside them (which turns the
+        // shortcuts off), must give the same groups.
+        var random = SplitMix64(state: 15)
+        let products = ["monthly", "yearly", "weekly", "pro"]
+        let start = day("2025-01-01")
+        for round in 0..<300 {
+            let count = Int.random(in: 1...6, using: &random)
+            let oneGroup = round % 2 == 0
+            let transactions = (0..<count).map { i -> Transaction in
+                let bought = start.addingTimeInterval(Double(Int.random(in: 0...500, using: &random)) * 86_400)
+                let days = [7, 30, 31, 365][Int.random(in: 0...3, using: &random)]
+                return Transaction(
+                    transactionId: "t\(round)-\(i)",
+                    productId: oneGroup
+                        ? products[Int.random(in: 0...2, using: &random)] : products.randomElement(using: &random)!,
+                    purchaseDate: bought, expiresDate: bought.addingTimeInterval(Double(days) * 86_400),
+                    offerType: Bool.random(using: &random) ? .introductory : nil,
+                    autoRenew: Bool.random(using: &random), inBillingRetry: Int.random(in: 0...5, using: &random) == 0)
+            }
+            let at = start.addingTimeInterval(Double(Int.random(in: 0...700, using: &random)) * 86_400)
+            let catalog = F.standard
+            let inOrder = CustomerHistory.derive(
+                transactions: transactions.sorted {
+                    ($0.purchaseDate, $0.expiresDate) < ($1.purchaseDate, $1.expiresDate)
+                },
+                catalog: catalog, at: at)
+            let shuffled = CustomerHistory.derive(
+                transactions: transactions.shuffled(using: &random), catalog: catalog, at: at)
+            let ghost = F.tx("ghost-\(round)", "ghost", from: "2025-01-01", to: "2025-02-01")
+            let withGhost = CustomerHistory.derive(
+                transactions: transactions + [ghost], catalog: catalog, at: at)
+            #expect(shuffled.groups == inOrder.groups, "round \(round)")
+            #expect(withGhost.groups == inOrder.groups, "round \(round)")
+            #expect(withGhost.ignoredTransactionIds == (at >= ghost.purchaseDate ? [ghost.transactionId] : []))
+            #expect(inOrder.ignoredTransactionIds.isEmpty)
+        }
+    }
 }
