@@ -6,15 +6,17 @@ public struct PostgresColumn: Sendable, Hashable {
     public var type: PostgresDataType
 }
 
-/// Immutable storage of a copied-out result (all cells in one buffer).
+/// Immutable storage of a copied-out result (all cells in one buffer). Visible to other modules' inlined code only
+/// (``PostgresRow``'s decoding is `@inlinable`, so that it is specialised for the types the caller decodes).
+@usableFromInline
 final class PostgresRowsStorage: Sendable {
-    let columns: [PostgresColumn]
+    @usableFromInline let columns: [PostgresColumn]
     let rowCount: Int
     /// All cell bytes, row-major.
-    let buffer: [UInt8]
+    @usableFromInline let buffer: [UInt8]
     /// Start offset of each cell in `buffer`; length -1 marks NULL.
-    let offsets: [Int]
-    let lengths: [Int]
+    @usableFromInline let offsets: [Int]
+    @usableFromInline let lengths: [Int]
 
     init(columns: [PostgresColumn], rowCount: Int, buffer: [UInt8], offsets: [Int], lengths: [Int]) {
         self.columns = columns
@@ -98,20 +100,19 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     }
 }
 
-/// One row of a `PostgresRows`.
+/// One row of a `PostgresRows`. Its decoding is `@inlinable`: decoding a row is on the gateway's cold path (every
+/// row of a customer's history), and a generic call from another module ran unspecialised, through witness tables.
 public struct PostgresRow: Sendable {
-    let storage: PostgresRowsStorage
-    let index: Int
+    @usableFromInline let storage: PostgresRowsStorage
+    @usableFromInline let index: Int
 
     /// Number of columns.
     public var count: Int { storage.columns.count }
 
     /// The cell at `column` (nil bytes for NULL).
+    @inlinable
     public func cell(at column: Int) throws -> PostgresCell {
-        guard column >= 0, column < storage.columns.count else {
-            throw PostgresError.decode(
-                "column index \(column) out of range (\(storage.columns.count) columns)", column: "#\(column)")
-        }
+        guard column >= 0, column < storage.columns.count else { throw outOfRange(column) }
         let i = index * storage.columns.count + column
         let length = storage.lengths[i]
         let start = storage.offsets[i]
@@ -121,7 +122,14 @@ public struct PostgresRow: Sendable {
             columnName: meta.name, columnIndex: column)
     }
 
+    @usableFromInline
+    func outOfRange(_ column: Int) -> PostgresError {
+        PostgresError.decode(
+            "column index \(column) out of range (\(storage.columns.count) columns)", column: "#\(column)")
+    }
+
     /// Decodes the column at `index` (0-based).
+    @inlinable
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at column: Int) throws -> T {
         let cell = try cell(at: column)
         if cell.bytes == nil { return try T.decodeNull(from: cell) }
@@ -138,6 +146,7 @@ public struct PostgresRow: Sendable {
     }
 
     /// Decodes the first columns in order: `let (id, name) = try row.decode(Int64.self, String.self)`.
+    @inlinable
     public func decode<each T: PostgresDecodable>(_ types: repeat (each T).Type) throws -> (repeat each T) {
         var column = 0
         func next<U: PostgresDecodable>(_ type: U.Type) throws -> U {
