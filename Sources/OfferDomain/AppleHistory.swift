@@ -230,7 +230,13 @@ extension CustomerHistory {
             if let known = latestRenewal[groupId], known.signedDate >= renewal.signedDate { continue }
             latestRenewal[groupId] = renewal
         }
-        for (groupId, var group) in history.groups {
+        // In place, by index: a `for … in history.groups` loop holds the dictionary while it writes it, which copied
+        // the whole dictionary once per customer.
+        var index = history.groups.startIndex
+        while index != history.groups.endIndex {
+            defer { history.groups.formIndex(after: &index) }
+            let groupId = history.groups.keys[index]
+            var group = history.groups.values[index]
             switch (fromApple.contains(groupId), fromRecorded.contains(groupId)) {
             case (true, true): group.source = .mixed
             case (true, false): group.source = .apple
@@ -245,7 +251,7 @@ extension CustomerHistory {
                 group.appleWinBackOfferIds = renewal.eligibleWinBackOfferIds
                 group.billingPlan = renewal.billingPlan
             }
-            history.groups[groupId] = group
+            history.groups.values[index] = group
         }
         return history
     }

@@ -311,22 +311,24 @@ public struct CustomerHistory: Sendable, Hashable, Codable {
         return catalog.offer(offerId, product: transaction.productId)?.paymentMode == .freeTrial
     }
 
+    /// Whole months paid for by `at`, over the union of the paid periods. `sorted` is in purchase order (as
+    /// `groupHistory` orders them), so the periods come in the order of their starts and merge as they come: no
+    /// arrays (this runs for every group of every customer's first answer).
     static func paidMonths(_ sorted: [Transaction], catalog: Catalog, at: Date) -> Int {
-        var intervals: [(start: Date, end: Date)] = []
+        var months = 0
+        var merged: (start: Date, end: Date)?
         for transaction in sorted where !transaction.familyShared && !isFreeTrial(transaction, catalog: catalog) {
             let end = min(transaction.effectiveEnd(at: at), at)
-            if end > transaction.purchaseDate { intervals.append((transaction.purchaseDate, end)) }
-        }
-        intervals.sort { $0.start < $1.start }
-        var merged: [(start: Date, end: Date)] = []
-        for interval in intervals {
-            if let last = merged.last, interval.start <= last.end {
-                merged[merged.count - 1].end = max(last.end, interval.end)
+            guard end > transaction.purchaseDate else { continue }
+            if let last = merged, transaction.purchaseDate <= last.end {
+                merged = (last.start, max(last.end, end))
             } else {
-                merged.append(interval)
+                if let last = merged { months += CalendarMonths.between(last.start, last.end) }
+                merged = (transaction.purchaseDate, end)
             }
         }
-        return merged.reduce(0) { $0 + CalendarMonths.between($1.start, $1.end) }
+        if let last = merged { months += CalendarMonths.between(last.start, last.end) }
+        return months
     }
 
     static func winBackRedemptions(_ sorted: [Transaction], at: Date) -> [WinBackRedemption] {

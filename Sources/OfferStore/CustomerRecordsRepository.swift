@@ -72,48 +72,49 @@ public struct CustomerRecordsRepository: Sendable {
         _ results: [Result<PostgresRows, PostgresError>], into found: inout [String: CustomerRecords]
     ) throws {
         guard results.count == 3 else { throw StoreError.corrupt("customer records: \(results.count) results") }
-        try collect(try results[0].get(), into: &found, \.recorded, SubscriptionRepository.transaction)
-        try collect(try results[1].get(), into: &found, \.appleTransactions, AppleDataRepository.transactionFacts)
-        try collect(try results[2].get(), into: &found, \.appleRenewals, AppleDataRepository.renewalFacts)
+        try collect(try results[0].get(), into: &found, \.recorded) {
+            try SubscriptionRepository.transaction($0, after: $1)
+        }
+        try collect(try results[1].get(), into: &found, \.appleTransactions) { row, _ in
+            try AppleDataRepository.transactionFacts(row)
+        }
+        try collect(try results[2].get(), into: &found, \.appleRenewals) { row, _ in
+            try AppleDataRepository.renewalFacts(row)
+        }
     }
 
-    /// The rows of one read, decoded with `decode` and added to their customers' `records`, a run of one customer's
-    /// rows at a time (moved in whole when the customer has none of them yet, as is usual). Each row carries its
-    /// customer id in its last column.
+    /// The rows of one read, decoded with `decode` (given the run's record before, whose strings it may share) and added to their customers' `records`, a run of one customer's
+    /// rows at a time (sized before it is filled, and moved in whole when the customer has none of them yet, as is
+    /// usual). Each row carries its customer id in its last column.
     private static func collect<Record>(
         _ rows: PostgresRows, into found: inout [String: CustomerRecords],
-        _ records: WritableKeyPath<CustomerRecords, [Record]>, _ decode: (PostgresRow) throws -> Record
+        _ records: WritableKeyPath<CustomerRecords, [Record]>,
+        _ decode: (_ row: PostgresRow, _ previous: Record?) throws -> Record
     ) throws {
         guard let last = rows.columns.indices.last else { return }
-        var run: [Record] = []
-        var first: PostgresRow? = nil  // the run's first row
-        var customer: ArraySlice<UInt8> = []  // the run's customer id, as stored
-        func flush() throws {
-            guard let first, !run.isEmpty else { return }
-            let key = try first.decode(String.self, at: last)
-            move(&run, to: &found[key, default: CustomerRecords(recorded: [])][keyPath: records])
-        }
-        for row in rows {
-            guard let id = try row.cell(at: last).bytes else {
+        var start = rows.startIndex
+        while start < rows.endIndex {
+            let first = rows[start]
+            guard let customer = try first.cell(at: last).bytes else {
                 throw StoreError.corrupt("customer records: a row without its customer")
             }
-            if first == nil || !id.elementsEqual(customer) {
-                try flush()
-                first = row
-                customer = id
-            }
-            run.append(try decode(row))
+            var end = start + 1
+            while end < rows.endIndex, try rows[end].cell(at: last).bytes?.elementsEqual(customer) == true { end += 1 }
+            var run: [Record] = []
+            run.reserveCapacity(end - start)
+            for row in rows[start..<end] { run.append(try decode(row, run.last)) }
+            let key = try first.decode(String.self, at: last)
+            append(run, to: &found[key, default: CustomerRecords(recorded: [])][keyPath: records])
+            start = end
         }
-        try flush()
     }
 
-    /// Puts `run` after `records`, leaving `run` empty: moved in whole, not copied, when `records` is empty.
-    private static func move<Record>(_ run: inout [Record], to records: inout [Record]) {
+    /// Puts `run` after `records`: taken whole, not copied element by element, when `records` is empty.
+    private static func append<Record>(_ run: consuming [Record], to records: inout [Record]) {
         if records.isEmpty {
-            swap(&run, &records)
+            records = run
         } else {
             records.append(contentsOf: run)
-            run.removeAll()
         }
     }
 

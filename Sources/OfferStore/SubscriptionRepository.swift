@@ -41,10 +41,17 @@ public struct SubscriptionRepository: Sendable {
         auto_renew, in_billing_retry, grace_period_expires_date, revocation_date
         """
 
-    /// A recorded transaction from a row that starts with `transactionColumns`.
-    static func transaction(_ row: PostgresRow) throws -> Transaction {
-        let (id, original, product, purchase, expires, offerType, offerId) = try row.decode(
-            String.self, String?.self, String.self, Date.self, Date.self, Int16?.self, String?.self)
+    /// A recorded transaction from a row that starts with `transactionColumns`. With `previous`, the transaction
+    /// decoded from the row before, an original transaction id or product id equal to its is that same string.
+    static func transaction(_ row: PostgresRow, after previous: Transaction?) throws -> Transaction {
+        let id = try row.decode(String.self, at: 0)
+        let original =
+            try row.isNull(at: 1) ? nil : try row.decode(String.self, at: 1, reusing: previous?.originalTransactionId)
+        let product = try row.decode(String.self, at: 2, reusing: previous?.productId)
+        let (purchase, expires, offerType, offerId) = (
+            try row.decode(Date.self, at: 3), try row.decode(Date.self, at: 4), try row.decode(Int16?.self, at: 5),
+            try row.decode(String?.self, at: 6)
+        )
         let (autoRenew, retry, grace, revoked) = (
             try row.decode(Bool.self, at: 7), try row.decode(Bool.self, at: 8),
             try row.decode(Date?.self, at: 9), try row.decode(Date?.self, at: 10)

@@ -189,6 +189,7 @@ extension String: PostgresEncodable, PostgresDecodable {
 
     /// Comparisons, not a set lookup: every text cell of every row read passes here, and a hash each showed in the
     /// profile of a cold `offers.best`.
+    @usableFromInline
     static func isTextLike(_ type: PostgresDataType) -> Bool {
         switch type {
         case .text, .varchar, .bpchar, .name, .unknown, .json, .jsonb, .uuid, .numeric: true

@@ -145,6 +145,19 @@ public struct PostgresRow: Sendable {
         return try decode(type, at: column)
     }
 
+    /// Decodes a text column as `decode(String.self, at:)` does, but answers `previous` itself, not a new string,
+    /// when the cell holds the same bytes: consecutive rows often repeat a value (a customer's renewals share their
+    /// original transaction and product), and a new string of more than 15 bytes is an allocation.
+    @inlinable
+    public func decode(_ type: String.Type, at column: Int, reusing previous: String?) throws -> String {
+        let cell = try cell(at: column)
+        if let previous, let bytes = cell.bytes, String.isTextLike(cell.type), previous.utf8.elementsEqual(bytes) {
+            return previous
+        }
+        if cell.bytes == nil { return try String.decodeNull(from: cell) }
+        return try String.decode(from: cell)
+    }
+
     /// Decodes the first columns in order: `let (id, name) = try row.decode(Int64.self, String.self)`.
     @inlinable
     public func decode<each T: PostgresDecodable>(_ types: repeat (each T).Type) throws -> (repeat each T) {

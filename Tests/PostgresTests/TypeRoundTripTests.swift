@@ -34,6 +34,31 @@ extension PostgresIntegrationTests {
             }
         }
 
+        /// `decode(_:at:reusing:)` answers the previous string for the same bytes and decodes anything else as
+        /// `decode(String.self, at:)` would, errors included.
+        @Test func aRepeatedTextCellReusesThePreviousString() async throws {
+            try await TestDatabase.with { config in
+                let pool = PostgresPool(configuration: config, maxConnections: 1)
+                defer { Task { await pool.close() } }
+                let long = "original-transaction-0123456789"  // past the 15 bytes a string holds in place
+                let rows = try await pool.query(
+                    """
+                    SELECT v, 7 AS n FROM unnest(ARRAY[\(long), \(long), \(long + "x"), 'é', NULL]) WITH ORDINALITY AS r(v, o)
+                    ORDER BY o
+                    """)
+                let first = try rows[0].decode(String.self, at: 0, reusing: nil)
+                #expect(first == long)
+                let second = try rows[1].decode(String.self, at: 0, reusing: first)
+                #expect(second == long)
+                #expect(try rows[2].decode(String.self, at: 0, reusing: second) == long + "x")
+                // Equal as Swift strings is not enough: the bytes must be the same ("é" precomposed vs decomposed).
+                #expect(try rows[3].decode(String.self, at: 0, reusing: "e\u{301}").utf8.elementsEqual("é".utf8))
+                #expect(throws: PostgresError.self) { try rows[4].decode(String.self, at: 0, reusing: long) }
+                // An int column is not text, whatever string came before.
+                #expect(throws: PostgresError.self) { try rows[0].decode(String.self, at: 1, reusing: "7") }
+            }
+        }
+
         @Test func everySupportedTypeRoundTripsThroughATable() async throws {
             try await TestDatabase.with { config in
                 let pool = PostgresPool(configuration: config, maxConnections: 2)
