@@ -86,11 +86,16 @@ around_gateway() {
 # profiled NAME CMD…: runs CMD; with BENCH_PERF=DIR set, under `perf record -g` attached to the gateway
 # ($gateway_pid) for exactly CMD's run, into DIR/<bench>-NAME.perf.data (the last run of a name wins). Read it with
 # ops/perf/fold.py (layers, top symbols, flame graph). Without BENCH_PERF it only runs CMD.
+# BENCH_PERF_EVENT=EVENT records that event instead of CPU samples, every occurrence, e.g. `probe_libc:malloc`
+# (after `perf probe -x <libc> malloc`, as ops/perf/malloc-sites does) to count a benchmark's allocations per request
+# by call site (`ops/perf/malloc-sites --read FILE REQUESTS`).
 profiled() {
     local name="$1"; shift
     [ -n "${BENCH_PERF:-}" ] || { "$@"; return; }
     mkdir -p "$BENCH_PERF"
-    around_gateway record -q -F 999 -g -o "$BENCH_PERF/$bench_name-$name.perf.data" -- "$@"
+    local what=(-F 999)
+    [ -n "${BENCH_PERF_EVENT:-}" ] && what=(-e "$BENCH_PERF_EVENT")
+    around_gateway record -q "${what[@]}" -g -o "$BENCH_PERF/$bench_name-$name.perf.data" -- "$@"
 }
 
 # pgbench_tps ARGS…: runs pgbench, prints its tps; an aborted or failing run stops the benchmark.
