@@ -83,9 +83,10 @@ public struct CustomerRecordsRepository: Sendable {
         }
     }
 
-    /// The rows of one read, decoded with `decode` (given the run's record before, whose strings it may share) and added to their customers' `records`, a run of one customer's
-    /// rows at a time (sized before it is filled, and moved in whole when the customer has none of them yet, as is
-    /// usual). Each row carries its customer id in its last column.
+    /// The rows of one read, decoded with `decode` (given the run's record before, whose strings it may share) and
+    /// added to their customers' `records`, a run of one customer's rows at a time (sized before it is filled, and
+    /// moved in whole when the customer has none of them yet, as is usual). Each row carries its customer id in its
+    /// last column.
     private static func collect<Record>(
         _ rows: PostgresRows, into found: inout [String: CustomerRecords],
         _ records: WritableKeyPath<CustomerRecords, [Record]>,
