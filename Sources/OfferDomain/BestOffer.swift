@@ -228,8 +228,12 @@ public enum BestOffer {
     }
 
     /// The order among offers of equal eligibility: type priority, then the larger saving (when savings are
-    /// given: eligible offers only), then offer id, then product id. ``RankedCatalog`` ranks eligible offers with it.
-    static func isOrderedBefore(_ lhs: Offer, _ lhsSaving: Saving?, _ rhs: Offer, _ rhsSaving: Saving?) -> Bool {
+    /// given: eligible offers only), then offer id, then product id. ``RankedCatalog`` ranks eligible offers with it,
+    /// giving each saving as a key that orders as the savings do (`Saving` itself, or its numerator over a
+    /// denominator common to the catalog).
+    static func isOrderedBefore<SavingKey: Comparable>(
+        _ lhs: Offer, _ lhsSaving: SavingKey?, _ rhs: Offer, _ rhsSaving: SavingKey?
+    ) -> Bool {
         if lhs.type.bestOfferPriority != rhs.type.bestOfferPriority {
             return lhs.type.bestOfferPriority > rhs.type.bestOfferPriority
         }

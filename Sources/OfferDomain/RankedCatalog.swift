@@ -38,17 +38,27 @@ public struct RankedCatalog: Sendable {
         for (position, offer) in offers.enumerated() { byProduct[offer.productId, default: []].append(position) }
         self.offersByProduct = byProduct
         var savings = [Saving?](repeating: nil, count: offers.count)
+        var denominators = [Int](repeating: 1, count: offers.count)
         for (position, offer) in offers.enumerated() {
             if let product = catalog.product(offer.productId) {
                 savings[position] = Saving(offer: offer, product: product)
+                denominators[position] = product.period.thirtiethsOfMonth
             }
         }
         self.savings = savings
         let known: [(position: Int, saving: Saving)] = savings.enumerated().compactMap { position, saving in
             saving.map { (position, $0) }
         }
+        // Comparing two savings cross-multiplies Decimals, and each Decimal multiplication allocates: ranking 200
+        // offers made ~41,000 allocations per catalog load. Over one denominator common to the catalog, each
+        // saving's numerator is scaled once and the sort compares plain Decimals: the same order, exactly.
+        let keys = Self.commonDenominatorKeys(savings, denominators)
         func before(_ lhs: (position: Int, saving: Saving), _ rhs: (position: Int, saving: Saving)) -> Bool {
-            BestOffer.isOrderedBefore(offers[lhs.position], lhs.saving, offers[rhs.position], rhs.saving)
+            if let keys {
+                return BestOffer.isOrderedBefore(
+                    offers[lhs.position], keys[lhs.position], offers[rhs.position], keys[rhs.position])
+            }
+            return BestOffer.isOrderedBefore(offers[lhs.position], lhs.saving, offers[rhs.position], rhs.saving)
         }
         let sorted = known.sorted(by: before)
         var ranks = [Int?](repeating: nil, count: offers.count)
@@ -61,7 +71,7 @@ public struct RankedCatalog: Sendable {
         }
         self.ranks = ranks
         func ineligibleBefore(_ lhs: Int, _ rhs: Int) -> Bool {
-            BestOffer.isOrderedBefore(offers[lhs], nil, offers[rhs], nil)
+            BestOffer.isOrderedBefore(offers[lhs], Saving?.none, offers[rhs], Saving?.none)
         }
         let order = offers.indices.sorted(by: ineligibleBefore)
         var ineligibleRanks = [Int](repeating: 0, count: offers.count)
@@ -71,6 +81,27 @@ public struct RankedCatalog: Sendable {
             ineligibleRanks[position] = rank
         }
         self.ineligibleRanks = ineligibleRanks
+    }
+
+    /// Each saving's numerator over the least common multiple of the savings' denominators (a `Saving`'s denominator
+    /// is its product's period in thirtieths of a month: 7, 30, 360…), so that keys order exactly as the savings do;
+    /// nil when that multiple would exceed 10^9 (a catalog of unusual periods: then the savings are compared as
+    /// they are).
+    static func commonDenominatorKeys(_ savings: [Saving?], _ denominators: [Int]) -> [Decimal?]? {
+        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+        var common = 1
+        for (saving, denominator) in zip(savings, denominators) where saving != nil {
+            guard denominator > 0 else { return nil }
+            let (product, overflow) = (common / gcd(common, denominator)).multipliedReportingOverflow(by: denominator)
+            guard !overflow, product <= 1_000_000_000 else { return nil }
+            common = product
+        }
+        return zip(savings, denominators).map { saving, denominator in
+            saving.map { saving in
+                assert(saving.denominator == Decimal(denominator), "a saving's denominator is its product's period")
+                return saving.numerator * Decimal(common / denominator)
+            }
+        }
     }
 
     /// Offer positions of a product, in catalog order.

@@ -138,4 +138,50 @@ struct RankedCatalogTests {
         #expect(ranked.saving(at: 4) == nil)
         #expect(ranked.offerPositions(forProduct: "monthly") == [0, 1, 2, 3])
     }
+
+    @Test("savings over a common denominator order exactly as the savings do; unusual periods fall back")
+    func commonDenominatorKeys() {
+        var rng = SplitMix64(state: 24)
+        // Products of every period an App Store subscription has, and offers of every kind on each.
+        let periods = ["P1W", "P1M", "P2M", "P3M", "P6M", "P1Y"]
+        let products = periods.enumerated().map { i, p in
+            Product(
+                id: "p\(i)", groupId: "g1", period: period(p), price: usd(["0.99", "4.99", "19.99", "99.99"][i % 4]),
+                level: i + 1)
+        }
+        var savings: [Saving?] = []
+        var denominators: [Int] = []
+        for product in products {
+            for i in 0..<12 {
+                let offer = Self.randomOffer("o\(i)", product: product.id, rng: &rng)
+                savings.append(Saving(offer: offer, product: product))
+                denominators.append(product.period.thirtiethsOfMonth)
+            }
+            savings.append(nil)  // an offer of an unknown product
+            denominators.append(1)
+        }
+        let keys = RankedCatalog.commonDenominatorKeys(savings, denominators)
+        #expect(keys != nil)
+        var distinct = 0
+        for i in savings.indices {
+            for j in savings.indices {
+                guard let a = savings[i], let b = savings[j], let ka = keys?[i], let kb = keys?[j] else { continue }
+                #expect((a < b) == (ka < kb) && (a == b) == (ka == kb), "\(a) vs \(b)")
+                if a != b { distinct += 1 }
+            }
+        }
+        #expect(distinct > 1_000)
+        // Periods of 13, 17, 19, 23, 29, 31 and 37 days: their common multiple is past 10^9.
+        let odd = [13, 17, 19, 23, 29, 31, 37].map { days in
+            Product(id: "d\(days)", groupId: "g1", period: period("P\(days)D"), price: usd("4.99"), level: 1)
+        }
+        let oddSavings = odd.map {
+            Saving(
+                offer: Offer(
+                    id: "t", type: .introductory, productId: $0.id, paymentMode: .freeTrial, period: period("P3D")),
+                product: $0)
+        }
+        #expect(RankedCatalog.commonDenominatorKeys(oddSavings, odd.map { $0.period.thirtiethsOfMonth }) == nil)
+        #expect(RankedCatalog.commonDenominatorKeys(Array(oddSavings.prefix(3)), [13, 17, 19]) != nil)
+    }
 }
