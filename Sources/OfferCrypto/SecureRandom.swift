@@ -92,6 +92,25 @@ extension UUID {
             ))
     }
 
+    /// A time-ordered (version 7, RFC 9562) UUID: the Unix time of `date` in milliseconds in its first 48 bits, then
+    /// 74 random bits from the same per-thread CSPRNG buffer as `secureRandom()`.
+    ///
+    /// For the ids of rows appended at a high rate (signature nonces, redemption and claim ids), which are the
+    /// second column of their table's primary key: random ids insert into a random leaf of that B-tree, so each insert
+    /// touches a different page (after a checkpoint, a full-page image in the WAL each), while ids that grow with time
+    /// land on the last leaves (docs/perf/b5-sign.md, session 25). 74 random bits per millisecond keep them
+    /// unguessable and unique; they reveal only their creation time, which each of these rows carries anyway.
+    public static func timeOrdered(at date: Date = Date()) -> UUID {
+        let milliseconds = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down)))
+        let random = ThreadRandomPool.current.next(uuid_t.self)
+        func byte(_ shift: UInt64) -> UInt8 { UInt8(truncatingIfNeeded: milliseconds >> shift) }
+        return UUID(
+            uuid: (
+                byte(40), byte(32), byte(24), byte(16), byte(8), byte(0), (random.6 & 0x0F) | 0x70, random.7,
+                (random.8 & 0x3F) | 0x80, random.9, random.10, random.11, random.12, random.13, random.14, random.15
+            ))
+    }
+
     /// The canonical lowercase form (`UUID.uuidString` is uppercase, which Apple rejects). Formatted directly:
     /// `uuidString` goes through `sprintf` on Linux, a measurable share of a signature's cost.
     public var lowercasedString: String {

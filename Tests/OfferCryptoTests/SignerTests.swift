@@ -230,4 +230,26 @@ struct SignerTests {
         }
         #expect(Set(perTask).count == 1200)
     }
+
+    @Test("Nonces: timeOrdered is a v7 UUID carrying its millisecond first, random after it, and sorts by time")
+    func timeOrderedNonces() {
+        let at = Date(timeIntervalSince1970: 1_765_000_000.123_9)
+        var seen = Set<UUID>()
+        for _ in 0..<1000 {
+            let uuid = UUID.timeOrdered(at: at)
+            let text = uuid.lowercasedString
+            #expect(text == uuid.uuidString.lowercased())
+            // 1_765_000_000_123 ms = 0x019a_f232_b27b.
+            #expect(text.hasPrefix("019af232-b27b-7"))
+            #expect("89ab".utf8.contains(Array(text.utf8)[19]))
+            seen.insert(uuid)
+        }
+        // 74 random bits: a thousand in one millisecond never repeat.
+        #expect(seen.count == 1000)
+        // Later milliseconds sort after earlier ones, byte by byte (as PostgreSQL orders uuid).
+        let times = (0..<50).map { Date(timeIntervalSince1970: 1_765_000_000 + Double($0) * 0.001) }
+        let bytes = times.map { date in withUnsafeBytes(of: UUID.timeOrdered(at: date).uuid) { Array($0) } }
+        #expect(zip(bytes, bytes.dropFirst()).allSatisfy { $0.lexicographicallyPrecedes($1) })
+        #expect(UUID.timeOrdered(at: Date(timeIntervalSince1970: 0)).lowercasedString.hasPrefix("00000000-0000-7"))
+    }
 }

@@ -17,9 +17,10 @@ public struct GatewayOptions: Sendable {
     public var version: String = OfferGateVersion.current
     /// The clock for decisions without an explicit `at` and for signature timestamps.
     public var clock: @Sendable () -> Date = { Date() }
-    /// Where nonces come from (by default a fresh v4 UUID from OpenSSL's CSPRNG, buffered per thread: Foundation's
-    /// `UUID()` opens `/dev/urandom` on every call on Linux).
-    public var nonce: @Sendable () -> UUID = { UUID.secureRandom() }
+    /// Where nonces come from: by default a fresh time-ordered (v7) UUID, its random bits from OpenSSL's CSPRNG
+    /// buffered per thread (Foundation's `UUID()` opens `/dev/urandom` on every call on Linux). Time-ordered, because
+    /// the nonce is the ledger's key: see `UUID.timeOrdered(at:)`.
+    public var nonce: @Sendable () -> UUID = { UUID.timeOrdered() }
     /// The one verifier of Apple's signed data of this process (its verified-chain cache is shared by every
     /// connection); nil: one trusting only the built-in Apple Root CA - G3. `offergate serve --apple-root-cert FILE`
     /// adds roots; tests pass one trusting their own CA.

@@ -146,7 +146,7 @@ final class ClaimCoordinator: Sendable {
         let attempt = ClaimAttempt(
             customerId: customerId, eligible: eligible, idempotencyKey: idempotencyKey,
             requestHash: Self.requestHash(campaignId: campaign.id, customerId: customerId),
-            claimId: UUID.secureRandom())
+            claimId: UUID.timeOrdered())
         return try await batches.submit(
             Pending(attempt: attempt, campaignId: campaign.id, offerId: campaign.offerId, productId: productId),
             key: .init(tenant: tenant, campaignId: campaign.id))

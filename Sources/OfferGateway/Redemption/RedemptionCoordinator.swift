@@ -73,7 +73,7 @@ final class RedemptionCoordinator: Sendable {
         let attempt = RedemptionAttempt(
             customerId: customerId, code: lookup.code, oneTime: lookup.oneTime, eligible: eligible,
             idempotencyKey: idempotencyKey, requestHash: Self.requestHash(code: lookup.code, customerId: customerId),
-            redemptionId: UUID.secureRandom())
+            redemptionId: UUID.timeOrdered())
         let receipt = RedemptionReceipt(
             redemptionId: attempt.redemptionId.uuidString.lowercased(), campaignId: campaign.id,
             offerId: campaign.offerId, productId: productId, replayed: false)
