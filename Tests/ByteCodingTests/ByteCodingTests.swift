@@ -60,6 +60,45 @@ struct JSONStringTests {
             #expect(parsed as? String == sample, "\(json)")
         }
     }
+
+    /// The escaping rules applied one byte at a time, as the writer did before it scanned eight at once.
+    static func escapedByteByByte(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x22: out += "\\\""
+            case 0x5C: out += "\\\\"
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x08: out += "\\b"
+            case 0x0C: out += "\\f"
+            case 0..<0x20: out += "\\u00" + String(format: "%02x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    @Test("every character that needs escaping is found at every position of a long string, beside any other byte")
+    func longStrings() {
+        // Each ASCII character and a few multi-byte ones, at each offset of a 24-byte run (three words and every
+        // misalignment), between neighbours that need no escaping and neighbours that do.
+        let characters = (0..<0x80).map { Character(UnicodeScalar(UInt8($0))) } + ["é", "€", "🎉", "\u{7F}", "\u{80}"]
+        for neighbour in ["a", "\u{FF}", "\"", "\u{1F}"] {
+            for character in characters {
+                for offset in 0..<24 {
+                    var text = String(repeating: neighbour, count: 24)
+                    let at = text.index(text.startIndex, offsetBy: offset)
+                    text.replaceSubrange(at...at, with: String(character))
+                    #expect(Self.escaped(text) == Self.escapedByteByByte(text), "\(Array(text.utf8))")
+                }
+            }
+        }
+        // Words that need no escaping next to each other, with bytes just above each limit.
+        let clean = String(repeating: "\u{20}!#[]~\u{7F}é", count: 40)
+        #expect(Self.escaped(clean) == "\"" + clean + "\"")
+    }
 }
 
 @Suite("Decimal integers")
