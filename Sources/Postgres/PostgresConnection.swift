@@ -38,7 +38,11 @@ public actor PostgresConnection {
         set { box.conn = newValue }
     }
     /// Prepared statements by SQL text + parameter OIDs. Belongs to the current handle: cleared on (re)connect.
-    private var preparedStatements: [String: String] = [:]
+    private var preparedStatements: [PreparedKey: String] = [:]
+    /// The few statements found or prepared last, newest first, looked through before `preparedStatements`: a
+    /// statement whose text is made once (most are) is then found by comparing two string pointers, where the
+    /// dictionary hashes the whole text (1-2 KB for the batched reads) on every execution.
+    private var recentStatements: [(key: PreparedKey, name: String)] = []
     private var statementCounter = 0
     /// Upper bound of the prepared-statement cache; beyond it statements run unprepared.
     static let maxPreparedStatements = 512
@@ -94,7 +98,7 @@ public actor PostgresConnection {
         canceller.uninstall()
         if let handle { PQfinish(handle) }
         handle = nil
-        preparedStatements.removeAll()
+        forgetPreparedStatements()
     }
 
     /// True when a handle exists and `PQstatus` is OK (no I/O).
@@ -174,6 +178,7 @@ public actor PostgresConnection {
                 // The statement vanished (DEALLOCATE ALL, DISCARD ALL): forget it. Outside a transaction nothing
                 // ran, so prepare again and retry once; inside one the transaction is aborted anyway.
                 preparedStatements = preparedStatements.filter { $0.value != name }
+                recentStatements.removeAll()
                 guard PQtransactionStatus(conn) == PQTRANS_IDLE else { throw error }
                 return try runQuery(query, prepared: true)
             }
@@ -305,16 +310,41 @@ public actor PostgresConnection {
     }
 
     private func preparedName(for query: PostgresQuery, conn: OpaquePointer) throws -> String? {
-        let key = query.sql + "\u{0}" + query.binds.map { String($0.type.rawValue) }.joined(separator: ",")
-        if let name = preparedStatements[key] { return name }
+        if let recent = recentStatements.first(where: { $0.key.matches(query) }) { return recent.name }
+        let key = PreparedKey(sql: query.sql, types: query.binds.map { Oid($0.type.rawValue) })
+        if let name = preparedStatements[key] {
+            remember(key, name)
+            return name
+        }
         guard preparedStatements.count < Self.maxPreparedStatements else { return nil }
         statementCounter += 1
         let name = "og_\(statementCounter)"
-        let types = query.binds.map { Oid($0.type.rawValue) }
-        let result = PQprepare(conn, name, query.sql, Int32(types.count), types)
+        let result = PQprepare(conn, name, query.sql, Int32(key.types.count), key.types)
         _ = try consume(result, query: query)
         preparedStatements[key] = name
+        remember(key, name)
         return name
+    }
+
+    /// A prepared statement's identity: its text and its parameters' types.
+    private struct PreparedKey: Hashable {
+        let sql: String
+        let types: [Oid]
+
+        func matches(_ query: PostgresQuery) -> Bool {
+            types.count == query.binds.count && sql == query.sql
+                && zip(types, query.binds).allSatisfy { $0 == Oid($1.type.rawValue) }
+        }
+    }
+
+    private func remember(_ key: PreparedKey, _ name: String) {
+        if recentStatements.count == 8 { recentStatements.removeLast() }
+        recentStatements.insert((key, name), at: 0)
+    }
+
+    private func forgetPreparedStatements() {
+        preparedStatements.removeAll()
+        recentStatements.removeAll()
     }
 
     /// Converts a result (and clears it). `checkCommit`: a success is an error when the server warned that its

@@ -232,5 +232,28 @@ extension PostgresIntegrationTests {
                 await connection.close()
             }
         }
+
+        @Test func preparedStatementsAreKeyedByTextAndParameterTypes() async throws {
+            try await TestDatabase.with { config in
+                let connection = try await PostgresConnection.connect(configuration: config)
+                // The same text with an int8 and a text parameter is two statements; twelve texts in turn, more than
+                // the connection's short list of recent ones, each found again with its own types.
+                for round in 0..<3 {
+                    for k in 0..<12 {
+                        let sql = "SELECT $1::text || '-\(k)'"
+                        let number = PostgresQuery(unsafeSQL: sql, binds: [Int64(round).postgresBind()])
+                        let text = PostgresQuery(unsafeSQL: sql, binds: ["t\(round)".postgresBind()])
+                        #expect(
+                            try await connection.query(number, prepared: true).scalar(String.self) == "\(round)-\(k)")
+                        #expect(
+                            try await connection.query(text, prepared: true).scalar(String.self) == "t\(round)-\(k)")
+                    }
+                }
+                #expect(await connection.preparedStatementCount == 24)
+                let serverSide = try await connection.query("SELECT count(*) FROM pg_prepared_statements")
+                #expect(try serverSide.scalar(Int.self) == 24)
+                await connection.close()
+            }
+        }
     }
 }
