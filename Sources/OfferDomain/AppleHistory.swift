@@ -140,13 +140,13 @@ public struct CustomerRecords: Sendable, Hashable, Codable {
     /// chain's renewal info applied to its latest transaction), plus recorded transactions Apple did not report
     /// (a recorded transaction with the id of an Apple one, in any environment, is superseded by it).
     public func effective(_ policy: EnvironmentPolicy) -> EffectiveRecords {
+        let environment = environment(policy)
         // Nothing from Apple (a tenant whose backend reports transactions itself): the recorded ones as they are,
         // without copying each on the way.
         if appleTransactions.isEmpty, appleRenewals.isEmpty {
             return EffectiveRecords(
-                transactions: recorded, appleTransactionIds: [], environment: .production, renewals: [])
+                transactions: recorded, appleTransactionIds: [], environment: environment, renewals: [])
         }
-        let environment = environment(policy)
         let renewals = Dictionary(
             appleRenewals.filter { $0.environment == environment }.map { ($0.originalTransactionId, $0) },
             uniquingKeysWith: { $0.signedDate >= $1.signedDate ? $0 : $1 })
