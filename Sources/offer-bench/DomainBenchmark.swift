@@ -21,9 +21,7 @@ enum DomainBenchmark {
             let locale = Locale(identifier: "en_US")
             var count = 0
             var winners = 0
-            let start = ContinuousClock.now
-            let deadline = start + .milliseconds(Int(seconds * 1000))
-            while ContinuousClock.now < deadline {
+            let elapsed = try repeated(for: seconds) {
                 for transactions in histories {
                     let history = CustomerHistory.derive(transactions: transactions, catalog: catalog, at: at)
                     let result =
@@ -40,8 +38,7 @@ enum DomainBenchmark {
                     count += 1
                 }
             }
-            let elapsed = ContinuousClock.now - start
-            let perSecond = Double(count) / (elapsed / .seconds(1))
+            let perSecond = Double(count) / elapsed
             print("best decisions/s: \(Int(perSecond)) (\(winners) with a winner of \(count))")
             return 0
         } catch {
@@ -54,17 +51,22 @@ enum DomainBenchmark {
     static func rankings(of catalog: Catalog, seconds: Double) -> Int32 {
         var count = 0
         var offers = 0
-        let start = ContinuousClock.now
-        let deadline = start + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
+        let elapsed = repeated(for: seconds) {
             offers += RankedCatalog(catalog).catalog.offers.count
             count += 1
         }
-        let elapsed = (ContinuousClock.now - start) / .seconds(1)
         print(
             "catalog rankings/s: \(Int(Double(count) / elapsed)) (\(Int(elapsed / Double(count) * 1e6)) µs each, \(offers / max(count, 1)) offers)"
         )
         return 0
+    }
+
+    /// Runs `body` again and again for `seconds`; the seconds it took.
+    static func repeated(for seconds: Double, _ body: () throws -> Void) rethrows -> Double {
+        let start = ContinuousClock.now
+        let deadline = start + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline { try body() }
+        return (ContinuousClock.now - start) / .seconds(1)
     }
 
     /// 20 products × 10 offers in one group, and customers in each state (new, active, lapsed, retry).
