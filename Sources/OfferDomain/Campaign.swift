@@ -166,7 +166,7 @@ public struct Campaign: Sendable, Hashable, Codable {
                     "only an appleOneTime campaign has appleReferenceName")
             }
             guard (1...255).contains(appleReferenceName.utf8.count),
-                !appleReferenceName.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                !appleReferenceName.hasControlCharacters
             else {
                 throw OfferDomainError(
                     .invalidCampaign, field: "appleReferenceName", "appleReferenceName must be 1-255 bytes, no controls"
@@ -300,9 +300,7 @@ public enum CustomerID {
             throw OfferDomainError(
                 .invalidCustomerId, field: "customerId", "customerId must be 1-\(maxLength) bytes")
         }
-        // Control characters (general category Cc) are exactly U+0000-U+001F and U+007F-U+009F; comparing values
-        // avoids a Unicode property lookup per character on every request.
-        guard !raw.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+        guard !raw.hasControlCharacters else {
             throw OfferDomainError(.invalidCustomerId, field: "customerId", "customerId has control characters")
         }
         return isUUIDShaped(raw) ? raw.lowercased() : raw

@@ -13,12 +13,17 @@ public enum CodeNormalizer {
         var result = ""
         result.reserveCapacity(raw.utf8.count)
         for scalar in raw.unicodeScalars {
-            if scalar == "-" || scalar.properties.isWhitespace { continue }
             switch scalar.value {
             case 0x30...0x39, 0x41...0x5A:
                 result.unicodeScalars.append(scalar)
             case 0x61...0x7A:
                 result.unicodeScalars.append(Unicode.Scalar(UInt8(scalar.value - 0x20)))
+            case 0x2D:
+                continue
+            // Whitespace is looked up only for what is not a letter, digit or hyphen (a property lookup per character
+            // was a visible part of every redemption).
+            case _ where scalar.properties.isWhitespace:
+                continue
             default:
                 throw OfferDomainError(
                     .invalidCode, field: field, "a code may contain only letters A-Z, digits, spaces and hyphens")

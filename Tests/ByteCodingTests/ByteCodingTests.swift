@@ -11,6 +11,17 @@ struct HexTests {
         #expect(Hex.encode(Array(0...255)).count == 512)
     }
 
+    @Test("contiguous, sliced and non-contiguous collections encode alike")
+    func encodeAnyCollection() {
+        let all = [UInt8](0...255)
+        let expected = all.map { String(format: "%02x", $0) }.joined()
+        #expect(Hex.encode(all) == expected)
+        #expect(Hex.encode(UInt8(0)...UInt8(255)) == expected)  // no contiguous storage: the copying path
+        #expect(Hex.encode(all.lazy.map { $0 }) == expected)
+        #expect(Hex.encode(all[200...]) == String(expected.dropFirst(400)))  // a slice starts at its own index
+        #expect(Hex.encode(Data(all)) == expected)
+    }
+
     @Test("decodes either case; rejects odd lengths and non-hex")
     func decode() {
         #expect(Hex.decode("00ffAB") == [0, 255, 171])

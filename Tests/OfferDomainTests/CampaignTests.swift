@@ -222,12 +222,18 @@ struct CampaignTests {
 
     @Test("control characters are exactly Unicode's Cc category")
     func controlCharactersAreCc() {
-        for value in UInt32(0)..<0x1_0000 {
+        for value in Array(UInt32(0)..<0x1_0000) + [0x1_F600, 0x10_FFFF] {
             guard let scalar = Unicode.Scalar(value) else { continue }
+            let isControl = scalar.properties.generalCategory == .control
             let id = "a" + String(Character(scalar)) + "b"
             let rejected = (try? CustomerID.normalize(id)) == nil
-            #expect(rejected == (scalar.properties.generalCategory == .control), "U+\(String(value, radix: 16))")
+            #expect(rejected == isControl, "U+\(String(value, radix: 16))")
+            // The byte scan itself, wherever the character stands and beside a two-byte neighbour (C2 A2, C3 82).
+            for text in [String(Character(scalar)), "¢" + String(Character(scalar)), String(Character(scalar)) + "Â"] {
+                #expect(text.hasControlCharacters == isControl, "U+\(String(value, radix: 16)) in \(Array(text.utf8))")
+            }
         }
+        #expect("¢Â€ü".hasControlCharacters == false)
     }
 
     @Test(

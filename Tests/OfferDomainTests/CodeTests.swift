@@ -37,6 +37,30 @@ struct CodeTests {
         }
     }
 
+    @Test("each character is kept, dropped or refused by the rule: letters, digits; hyphens, whitespace; the rest")
+    func everyCharacter() {
+        // The rule, one scalar at a time, as the API states it (the implementation orders its checks for speed).
+        func expected(_ scalar: Unicode.Scalar) -> String?? {
+            if scalar == "-" || scalar.properties.isWhitespace { return .some(nil) }  // dropped
+            if scalar.isASCII, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) {
+                return .some(String(scalar).uppercased())
+            }
+            return .none  // refused
+        }
+        var checked = 0
+        for value in UInt32(0)..<0x3100 {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let outcome = try? CodeNormalizer.normalize("A\(scalar)9")
+            switch expected(scalar) {
+            case .some(.some(let kept)): #expect(outcome == "A\(kept)9", "U+\(String(value, radix: 16))")
+            case .some(.none): #expect(outcome == "A9", "U+\(String(value, radix: 16))")
+            case .none: #expect(outcome == nil, "U+\(String(value, radix: 16))")
+            }
+            checked += 1
+        }
+        #expect(checked > 12_000)
+    }
+
     @Test("the alphabet: A-Z and 2-9 without 0 O 1 I L")
     func alphabet() {
         let alphabet = String(decoding: CodeGenerator.alphabet, as: UTF8.self)

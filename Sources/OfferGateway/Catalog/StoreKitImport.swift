@@ -345,7 +345,7 @@ struct StoreKitImport {
             throw fail(path, "expected a non-empty string of at most 200 bytes")
         }
         // Control characters (NUL above all: libpq would cut the value there) are never part of an id or a name.
-        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !text.hasControlCharacters else {
             throw fail(path, "expected a string without control characters")
         }
         return text

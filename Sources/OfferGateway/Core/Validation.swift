@@ -19,7 +19,7 @@ enum Validate {
             throw GatewayError.invalidParams(
                 param: param, message: "\(Self.name(param)) must be 1-\(maxBytes) bytes", reason: "invalid_value")
         }
-        guard !raw.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !raw.hasControlCharacters else {
             throw GatewayError.invalidParams(
                 param: param, message: "\(Self.name(param)) has control characters", reason: "invalid_value")
         }
