@@ -355,15 +355,18 @@ final class CustomCodeCache: Sendable {
     func lookup(tenant: UUID, code: String, load: @Sendable () async throws -> CodeLookup?) async throws
         -> CodeLookup?
     {
-        let key = Key(tenant: tenant, code: code)
-        if let cached = cache.cached(key) {
-            cache.recordHit()
-            return cached
-        }
+        if let cached = cachedLookup(tenant: tenant, code: code) { return cached }
         cache.recordMiss()
         let found = try await load()
-        if let found, !found.oneTime { cache.put(found, for: key) }
+        if let found, !found.oneTime { cache.put(found, for: Key(tenant: tenant, code: code)) }
         return found
+    }
+
+    /// The lookup if it is in memory (counted as a hit), else nil and nothing counted.
+    func cachedLookup(tenant: UUID, code: String) -> CodeLookup? {
+        guard let cached = cache.cached(Key(tenant: tenant, code: code)) else { return nil }
+        cache.recordHit()
+        return cached
     }
 
     func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }

@@ -28,7 +28,8 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
 
     private struct Pending: Sendable {
         let request: Request
-        let continuation: CheckedContinuation<Receipt, any Error>
+        /// Told once, with the batch's answer for `request`.
+        let done: @Sendable (Result<Receipt, any Error>) -> Void
     }
 
     private let commitBatch: Commit
@@ -52,16 +53,22 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
     /// Joins the key's next batch; returns (or throws) the batch's answer for `request`.
     func submit(_ request: Request, key: Key) async throws -> Receipt {
         try await withCheckedThrowingContinuation { continuation in
-            let pending = Pending(request: request, continuation: continuation)
-            let action = owners.withLock { owners in
-                if owners[key] == nil {
-                    owners[key] = GroupCommitBatcher(
-                        maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, lingers: linger != nil)
-                }
-                return owners[key]?.submit(pending) ?? .none
-            }
-            perform(action, key: key)
+            submit(request, key: key) { continuation.resume(with: $0) }
         }
+    }
+
+    /// Joins the key's next batch and returns at once; `done` is told the batch's answer for `request`, from the
+    /// thread that finished the batch (for callers without a task of their own, decision 011).
+    func submit(_ request: Request, key: Key, done: @escaping @Sendable (Result<Receipt, any Error>) -> Void) {
+        let pending = Pending(request: request, done: done)
+        let action = owners.withLock { owners in
+            if owners[key] == nil {
+                owners[key] = GroupCommitBatcher(
+                    maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, lingers: linger != nil)
+            }
+            return owners[key]?.submit(pending) ?? .none
+        }
+        perform(action, key: key)
     }
 
     private func perform(_ action: GroupCommitBatcher<Pending>.Action, key: Key) {
@@ -81,15 +88,11 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
     }
 
     private func commit(_ batch: [Pending], key: Key) async {
+        let answers: Result<[Result<Receipt, any Error>], any Error>
         do {
-            let answers = try await commitBatch(key, batch.map(\.request))
-            for (index, pending) in batch.enumerated() {
-                pending.continuation.resume(
-                    with: index < answers.count
-                        ? answers[index] : .failure(GatewayError.internal("a batch answered too few requests")))
-            }
+            answers = .success(try await commitBatch(key, batch.map(\.request)))
         } catch {
-            for pending in batch { pending.continuation.resume(throwing: error) }
+            answers = .failure(error)
         }
         let next = owners.withLock { owners -> GroupCommitBatcher<Pending>.Action in
             guard var owner = owners[key] else { return .none }
@@ -101,6 +104,18 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
             }
             return action
         }
+        // The next batch starts before this one's callers are told (their `done` may encode and send an answer), so
+        // the database works on it meanwhile: the campaign's row lock makes its batches one serial chain.
         perform(next, key: key)
+        switch answers {
+        case .success(let answers):
+            for (index, pending) in batch.enumerated() {
+                pending.done(
+                    index < answers.count
+                        ? answers[index] : .failure(GatewayError.internal("a batch answered too few requests")))
+            }
+        case .failure(let error):
+            for pending in batch { pending.done(.failure(error)) }
+        }
     }
 }

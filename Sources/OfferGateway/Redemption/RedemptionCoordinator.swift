@@ -69,6 +69,20 @@ final class RedemptionCoordinator: Sendable {
         tenant: UUID, lookup: CodeLookup, productId: String, customerId: String, eligible: Bool,
         idempotencyKey: String?
     ) async throws -> RedemptionReceipt {
+        try await withCheckedThrowingContinuation { continuation in
+            redeem(
+                tenant: tenant, lookup: lookup, productId: productId, customerId: customerId, eligible: eligible,
+                idempotencyKey: idempotencyKey
+            ) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// The same, returning at once: `done` is told the receipt or the error once the batch committed, from the
+    /// thread that finished it.
+    func redeem(
+        tenant: UUID, lookup: CodeLookup, productId: String, customerId: String, eligible: Bool,
+        idempotencyKey: String?, done: @escaping @Sendable (Result<RedemptionReceipt, any Error>) -> Void
+    ) {
         let campaign = lookup.record.campaign
         let attempt = RedemptionAttempt(
             customerId: customerId, code: lookup.code, oneTime: lookup.oneTime, eligible: eligible,
@@ -77,8 +91,9 @@ final class RedemptionCoordinator: Sendable {
         let receipt = RedemptionReceipt(
             redemptionId: attempt.redemptionId.uuidString.lowercased(), campaignId: campaign.id,
             offerId: campaign.offerId, productId: productId, replayed: false)
-        return try await batches.submit(
-            Pending(attempt: attempt, receipt: receipt), key: .init(tenant: tenant, campaignId: campaign.id))
+        batches.submit(
+            Pending(attempt: attempt, receipt: receipt), key: .init(tenant: tenant, campaignId: campaign.id), done: done
+        )
     }
 
     private static func commit(

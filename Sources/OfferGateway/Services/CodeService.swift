@@ -73,11 +73,82 @@ struct CodeService: Sendable {
     func redeem(_ request: RedeemRequest, tenant: TenantRecord) async throws -> Redeemed {
         do {
             let redeemed = try await redeemOnce(request, tenant: tenant)
-            outcomes.increment([redeemed.receipt.replayed ? "replayed" : "redeemed"])
+            count(.success(redeemed))
             return redeemed
         } catch {
-            outcomes.increment([renderedError(error).rpc.reason ?? "error"])
+            count(.failure(error))
             throw error
+        }
+    }
+
+    /// `codes.redeem` without a task (decision 011): when the custom code and the catalog are in memory, the
+    /// campaign is open to everyone and nothing is to be signed, the request joins the campaign's batch from the
+    /// transport's thread and is answered from the thread that committed the batch. Nil (nothing done, nothing
+    /// counted) when something must be read first: `redeem` then answers, in the same order of checks.
+    func redeemNow(_ request: RedeemRequest, tenant: TenantRecord) throws -> NowOrLater<Redeemed>? {
+        let query: RedeemQuery
+        do {
+            query = try RedeemQuery(request)
+        } catch {
+            count(.failure(error))
+            throw error
+        }
+        guard query.format == nil, let lookup = caches.customCodes.cachedLookup(tenant: tenant.id, code: query.code),
+            lookup.record.campaign.admitsEveryone, let catalog = caches.catalogs.cachedSnapshot(tenant.id)
+        else { return nil }
+        let offer: Offer
+        do {
+            offer = try Self.grantedOffer(lookup.record, in: catalog.catalog)
+        } catch {
+            count(.failure(error))
+            throw error
+        }
+        let (redemptions, counted) = (redemptions, count)
+        return .later { reply in
+            redemptions.redeem(
+                tenant: tenant.id, lookup: lookup, productId: offer.productId, customerId: query.customerId,
+                eligible: true, idempotencyKey: query.key
+            ) { result in
+                let redeemed = result.map { Redeemed(receipt: $0, signature: nil) }
+                counted(redeemed)
+                reply(redeemed)
+            }
+        }
+    }
+
+    /// Counts a redemption's outcome in `offergate_code_redemptions_total`.
+    private func count(_ outcome: Result<Redeemed, any Error>) {
+        switch outcome {
+        case .success(let redeemed): outcomes.increment([redeemed.receipt.replayed ? "replayed" : "redeemed"])
+        case .failure(let error): outcomes.increment([renderedError(error).rpc.reason ?? "error"])
+        }
+    }
+
+    /// A `codes.redeem` request's params, checked (nothing read yet).
+    private struct RedeemQuery: Sendable {
+        let customerId: String
+        let code: String
+        let key: String?
+        let format: IssuedSignature.Format?
+        let token: String?
+        let transactionId: String?
+
+        init(_ request: RedeemRequest) throws {
+            customerId = try Validate.customerId(request.customerId)
+            code = try CodeService.normalizedCode(request.code)
+            key = try request.idempotencyKey.map {
+                try Validate.identifier($0, param: "params.idempotencyKey", maxBytes: 200)
+            }
+            format = try request.sign.map { try OfferService.format($0, param: "params.sign") }
+            token = try request.appAccountToken.map { try Validate.uuid($0, param: "params.appAccountToken") }
+            transactionId = try request.transactionId.map {
+                try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
+            }
+            if format == nil, request.appAccountToken != nil || request.transactionId != nil {
+                throw GatewayError.invalidParams(
+                    param: request.appAccountToken != nil ? "params.appAccountToken" : "params.transactionId",
+                    message: "appAccountToken and transactionId go with sign", reason: "missing_param")
+            }
         }
     }
 
@@ -86,29 +157,15 @@ struct CodeService: Sendable {
     /// so a refused signature redeems nothing. A failure after the redemption committed (the ledger's database
     /// went away) is answered as the error: a retry with the idempotency key replays the redemption and signs it.
     private func redeemOnce(_ request: RedeemRequest, tenant: TenantRecord) async throws -> Redeemed {
-        let customerId = try Validate.customerId(request.customerId)
-        let code = try Self.normalizedCode(request.code)
-        let key = try request.idempotencyKey.map {
-            try Validate.identifier($0, param: "params.idempotencyKey", maxBytes: 200)
-        }
-        let format = try request.sign.map { try OfferService.format($0, param: "params.sign") }
-        let token = try request.appAccountToken.map { try Validate.uuid($0, param: "params.appAccountToken") }
-        let transactionId = try request.transactionId.map {
-            try Validate.identifier($0, param: "params.transactionId", maxBytes: 100)
-        }
-        if format == nil, request.appAccountToken != nil || request.transactionId != nil {
-            throw GatewayError.invalidParams(
-                param: request.appAccountToken != nil ? "params.appAccountToken" : "params.transactionId",
-                message: "appAccountToken and transactionId go with sign", reason: "missing_param")
-        }
-        let repository = repository
+        let query = try RedeemQuery(request)
+        let (repository, code) = (repository, query.code)
         guard
             let lookup = try await caches.customCodes.lookup(
                 tenant: tenant.id, code: code, load: { try await repository.lookup(tenant: tenant.id, code: code) })
         else { throw GatewayError.unknownCode }
         let campaign = lookup.record.campaign
         let offer = try await grantedOffer(lookup.record, tenant: tenant)
-        if let format {
+        if let format = query.format {
             guard offer.type == .promotional else {
                 throw GatewayError.invalidParams(
                     param: "params.sign",
@@ -119,14 +176,14 @@ struct CodeService: Sendable {
         }
         // A stored outcome under `key` replays from inside the batch, whatever the customer's state is now.
         let eligible = try await isEligible(
-            campaign, tenant: tenant, customerId: customerId, productId: offer.productId, at: clock())
+            campaign, tenant: tenant, customerId: query.customerId, productId: offer.productId, at: clock())
         let receipt = try await redemptions.redeem(
-            tenant: tenant.id, lookup: lookup, productId: offer.productId, customerId: customerId, eligible: eligible,
-            idempotencyKey: key)
-        guard let format else { return Redeemed(receipt: receipt, signature: nil) }
+            tenant: tenant.id, lookup: lookup, productId: offer.productId, customerId: query.customerId,
+            eligible: eligible, idempotencyKey: query.key)
+        guard let format = query.format else { return Redeemed(receipt: receipt, signature: nil) }
         let signature = try await offers.sign(
-            redemption: receipt, format: format, customerId: customerId, token: token, transactionId: transactionId,
-            tenant: tenant)
+            redemption: receipt, format: format, customerId: query.customerId, token: query.token,
+            transactionId: query.transactionId, tenant: tenant)
         return Redeemed(receipt: receipt, signature: signature)
     }
 
@@ -200,10 +257,13 @@ struct CodeService: Sendable {
 
     /// The campaign's offer (its product fixed at creation), as the catalog holds it now.
     private func grantedOffer(_ record: CampaignRecord, tenant: TenantRecord) async throws -> Offer {
+        try Self.grantedOffer(record, in: try await caches.catalogs.catalog(tenant.id))
+    }
+
+    /// The campaign's offer in `catalog`.
+    private static func grantedOffer(_ record: CampaignRecord, in catalog: Catalog) throws -> Offer {
         let campaign = record.campaign
-        guard
-            let offer = try await caches.catalogs.catalog(tenant.id).offer(campaign.offerId, product: record.productId)
-        else {
+        guard let offer = catalog.offer(campaign.offerId, product: record.productId) else {
             throw GatewayError.internal("campaign \(campaign.id) names an offer missing from the catalog")
         }
         return offer
