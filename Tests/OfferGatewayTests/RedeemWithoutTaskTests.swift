@@ -105,6 +105,9 @@ struct RedeemWithoutTaskTests {
             // Counted once each, by outcome, as the task path counts them.
             let text = gateways.services[0].gateway.metrics.registry.exposition()
             #expect(text.contains(#"offergate_code_redemptions_total{outcome="redeemed"} 25"#))
+            // The code was read once (the warm-up) and found in memory for each of the 60 after it, counted once each.
+            #expect(text.contains(#"offergate_cache_misses_total{cache="custom_codes"} 1"#), "\(text)")
+            #expect(text.contains(#"offergate_cache_hits_total{cache="custom_codes"} 60"#))
         }
     }
 
@@ -150,9 +153,16 @@ struct RedeemWithoutTaskTests {
                 return
             }
             #expect(bad.code == -32602)
-            // A campaign that reads the customer's history, and a signature, go to the task path.
+            // A campaign that reads the customer's history, and a signature, go to the task path; declined, they count
+            // no cache hit (the task path counts its own).
+            func hits() -> String? {
+                gateway.metrics.registry.exposition().split(separator: "\n")
+                    .first { $0.hasPrefix(#"offergate_cache_hits_total{cache="custom_codes"}"#) }.map(String.init)
+            }
+            let hitsBefore = hits()
             #expect(now(["code": "LAPSED26", "customerId": "u1"]) == nil)
             #expect(now(["code": "SPRING26", "customerId": "u1", "sign": "jws"]) == nil)
+            #expect(hits() == hitsBefore)
             // A redemption is answered later, once committed.
             guard case .later(let start)? = now(["code": "spring 26", "customerId": "u1"]) else {
                 Issue.record("codes.redeem did not take the path without a task")

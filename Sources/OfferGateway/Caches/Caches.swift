@@ -355,19 +355,20 @@ final class CustomCodeCache: Sendable {
     func lookup(tenant: UUID, code: String, load: @Sendable () async throws -> CodeLookup?) async throws
         -> CodeLookup?
     {
-        if let cached = cachedLookup(tenant: tenant, code: code) { return cached }
+        if let cached = cachedLookup(tenant: tenant, code: code) {
+            cache.recordHit()
+            return cached
+        }
         cache.recordMiss()
         let found = try await load()
         if let found, !found.oneTime { cache.put(found, for: Key(tenant: tenant, code: code)) }
         return found
     }
 
-    /// The lookup if it is in memory (counted as a hit), else nil and nothing counted.
-    func cachedLookup(tenant: UUID, code: String) -> CodeLookup? {
-        guard let cached = cache.cached(Key(tenant: tenant, code: code)) else { return nil }
-        cache.recordHit()
-        return cached
-    }
+    /// The lookup if it is in memory, else nil; not counted (the caller that uses it calls `recordHit()`).
+    func cachedLookup(tenant: UUID, code: String) -> CodeLookup? { cache.cached(Key(tenant: tenant, code: code)) }
+
+    func recordHit() { cache.recordHit() }
 
     func invalidateAll(keepingNew: Bool = true) { cache.invalidateAll(keepingNew: keepingNew) }
 }

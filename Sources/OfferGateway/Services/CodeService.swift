@@ -96,6 +96,9 @@ struct CodeService: Sendable {
         guard query.format == nil, let lookup = caches.customCodes.cachedLookup(tenant: tenant.id, code: query.code),
             lookup.record.campaign.admitsEveryone, let catalog = caches.catalogs.cachedSnapshot(tenant.id)
         else { return nil }
+        // Counted only now: a declined request's `redeem` looks the code and the catalog up again and counts those.
+        caches.customCodes.recordHit()
+        caches.catalogs.recordHit()
         let offer: Offer
         do {
             offer = try Self.grantedOffer(lookup.record, in: catalog.catalog)
