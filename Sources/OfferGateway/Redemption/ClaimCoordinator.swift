@@ -173,7 +173,7 @@ final class ClaimCoordinator: Sendable {
                         attempt.idempotencyKey
                     ))
                 if let idempotencyKey = attempt.idempotencyKey {
-                    let stored = "{\"claimId\":\"\(attempt.claimId.uuidString.lowercased())\"}"
+                    let stored = "{\"claimId\":\"\(attempt.claimId.lowercasedString)\"}"
                     writes.idempotency.append(
                         (idempotencyKey, IdempotencyRecord(requestHash: attempt.requestHash, responseJSON: stored)))
                 }
@@ -187,7 +187,7 @@ final class ClaimCoordinator: Sendable {
         let pending = batch[index]
         func receipt(_ claimId: UUID, _ code: String, replayed: Bool) -> ClaimReceipt {
             ClaimReceipt(
-                claimId: claimId.uuidString.lowercased(), code: code, campaignId: pending.campaignId,
+                claimId: claimId.lowercasedString, code: code, campaignId: pending.campaignId,
                 offerId: pending.offerId, productId: pending.productId, replayed: replayed)
         }
         switch verdicts[index] {

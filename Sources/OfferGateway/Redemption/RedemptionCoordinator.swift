@@ -89,7 +89,7 @@ final class RedemptionCoordinator: Sendable {
             idempotencyKey: idempotencyKey, requestHash: Self.requestHash(code: lookup.code, customerId: customerId),
             redemptionId: UUID.timeOrdered())
         let receipt = RedemptionReceipt(
-            redemptionId: attempt.redemptionId.uuidString.lowercased(), campaignId: campaign.id,
+            redemptionId: attempt.redemptionId.lowercasedString, campaignId: campaign.id,
             offerId: campaign.offerId, productId: productId, replayed: false)
         batches.submit(
             Pending(attempt: attempt, receipt: receipt), key: .init(tenant: tenant, campaignId: campaign.id), done: done
