@@ -87,21 +87,20 @@ struct CodeService: Sendable {
     /// counted) when something must be read first: `redeem` then answers, in the same order of checks.
     func redeemNow(_ request: RedeemRequest, tenant: TenantRecord) throws -> NowOrLater<Redeemed>? {
         let query: RedeemQuery
-        do {
-            query = try RedeemQuery(request)
-        } catch {
-            count(.failure(error))
-            throw error
-        }
-        guard query.format == nil, let lookup = caches.customCodes.cachedLookup(tenant: tenant.id, code: query.code),
-            lookup.record.campaign.admitsEveryone, let catalog = caches.catalogs.cachedSnapshot(tenant.id)
-        else { return nil }
-        // Counted only now: a declined request's `redeem` looks the code and the catalog up again and counts those.
-        caches.customCodes.recordHit()
-        caches.catalogs.recordHit()
+        let lookup: CodeLookup
         let offer: Offer
         do {
-            offer = try Self.grantedOffer(lookup.record, in: catalog.catalog)
+            query = try RedeemQuery(request)
+            guard query.format == nil,
+                let found = caches.customCodes.cachedLookup(tenant: tenant.id, code: query.code),
+                found.record.campaign.admitsEveryone, let catalog = caches.catalogs.cachedSnapshot(tenant.id)
+            else { return nil }
+            // Counted only now: a declined request's `redeem` looks the code and the catalog up again and counts
+            // those.
+            caches.customCodes.recordHit()
+            caches.catalogs.recordHit()
+            lookup = found
+            offer = try Self.grantedOffer(found.record, in: catalog.catalog)
         } catch {
             count(.failure(error))
             throw error
