@@ -22,39 +22,57 @@ public enum Base64URL {
         if done == nil { Array(bytes).withUnsafeBufferPointer { encode(buffer: $0, into: &out) } }
     }
 
+    /// The length of the base64url (no padding) encoding of `count` bytes.
+    static func encodedCount(_ count: Int) -> Int { count / 3 * 4 + (count % 3 == 0 ? 0 : count % 3 + 1) }
+
     private static func encode(buffer input: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
-        let count = input.count
-        let outputCount = (count / 3) * 4 + [0, 2, 3][count % 3]
         let start = out.count
-        out.append(contentsOf: repeatElement(0, count: outputCount))
-        alphabet.withUnsafeBufferPointer { table in
-            out.withUnsafeMutableBufferPointer { whole in
-                var o = start
-                var i = 0
-                while i + 3 <= count {
-                    let chunk = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
-                    whole[o] = table[Int(chunk >> 18)]
-                    whole[o + 1] = table[Int((chunk >> 12) & 0x3F)]
-                    whole[o + 2] = table[Int((chunk >> 6) & 0x3F)]
-                    whole[o + 3] = table[Int(chunk & 0x3F)]
-                    i += 3
-                    o += 4
-                }
-                switch count - i {
-                case 1:
-                    let chunk = UInt32(input[i]) << 16
-                    whole[o] = table[Int(chunk >> 18)]
-                    whole[o + 1] = table[Int((chunk >> 12) & 0x3F)]
-                case 2:
-                    let chunk = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
-                    whole[o] = table[Int(chunk >> 18)]
-                    whole[o + 1] = table[Int((chunk >> 12) & 0x3F)]
-                    whole[o + 2] = table[Int((chunk >> 6) & 0x3F)]
-                default:
-                    break
-                }
+        let added = encodedCount(input.count)
+        out.append(contentsOf: repeatElement(0, count: added))
+        out.withUnsafeMutableBufferPointer { whole in _ = write(input, to: whole.baseAddress! + start) }
+    }
+
+    /// Every pair of characters for 12 bits, as the two ASCII bytes in memory order (first character first), so
+    /// three input bytes become two table reads and one 4-byte store: a JWS's claims and signature are encoded on
+    /// every signature.
+    private static let pairs: [UInt16] = (0..<4096).map { bits in
+        UInt16(littleEndian: UInt16(alphabet[bits >> 6]) | UInt16(alphabet[bits & 0x3F]) << 8)
+    }
+
+    /// Writes the base64url (no padding) encoding of `input` at `out`, which must have room for
+    /// `encodedCount(input.count)` bytes; returns that count.
+    static func write(_ input: UnsafeBufferPointer<UInt8>, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        let count = input.count
+        var o = 0
+        var i = 0
+        pairs.withUnsafeBufferPointer { pairs in
+            let raw = UnsafeMutableRawPointer(out)
+            while i + 3 <= count {
+                let chunk = Int(input[i]) << 16 | Int(input[i + 1]) << 8 | Int(input[i + 2])
+                raw.storeBytes(of: pairs[chunk >> 12], toByteOffset: o, as: UInt16.self)
+                raw.storeBytes(of: pairs[chunk & 0xFFF], toByteOffset: o + 2, as: UInt16.self)
+                i += 3
+                o += 4
             }
         }
+        alphabet.withUnsafeBufferPointer { table in
+            switch count - i {
+            case 1:
+                let chunk = Int(input[i]) << 16
+                out[o] = table[chunk >> 18]
+                out[o + 1] = table[(chunk >> 12) & 0x3F]
+                o += 2
+            case 2:
+                let chunk = Int(input[i]) << 16 | Int(input[i + 1]) << 8
+                out[o] = table[chunk >> 18]
+                out[o + 1] = table[(chunk >> 12) & 0x3F]
+                out[o + 2] = table[(chunk >> 6) & 0x3F]
+                o += 3
+            default:
+                break
+            }
+        }
+        return o
     }
 
     /// Decodes strict base64url without padding; `nil` for any other character, `=` padding, or an impossible length.

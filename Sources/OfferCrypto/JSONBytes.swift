@@ -10,6 +10,17 @@ public enum JWSClaimValue: Sendable, Equatable {
     case bool(Bool)
 }
 
+extension JWSClaimValue {
+    /// About how many bytes the value takes in JSON (for reserving; escaping may take more).
+    var estimatedCount: Int {
+        switch self {
+        case .string(let text): text.utf8.count + 2
+        case .integer: 20
+        case .bool: 5
+        }
+    }
+}
+
 /// Writes a flat JSON object with members in the given order, as exact bytes.
 ///
 /// Escapes `"` and `\`, writes control characters as `\b \f \n \r \t` or `\u00XX`, and writes every other
@@ -27,12 +38,17 @@ struct JSONObjectWriter {
     mutating func member(_ name: String, _ value: JWSClaimValue) {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
-        Self.appendString(name, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
+        Self.appendMember(name, value, to: &bytes)
+    }
+
+    /// `"name":value`, without a separator before it.
+    static func appendMember(_ name: String, _ value: JWSClaimValue, to out: inout [UInt8]) {
+        appendString(name, to: &out)
+        out.append(UInt8(ascii: ":"))
         switch value {
-        case .string(let text): Self.appendString(text, to: &bytes)
-        case .integer(let number): Self.appendInteger(number, to: &bytes)
-        case .bool(let flag): bytes.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .string(let text): appendString(text, to: &out)
+        case .integer(let number): appendInteger(number, to: &out)
+        case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
         }
     }
 

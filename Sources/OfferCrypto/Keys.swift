@@ -119,6 +119,13 @@ final class PKeyHandle: @unchecked Sendable {
         try withDERSignature(message) { slot, der in ECDSASignatureEncoding.raw(fromDER: der, using: slot.sig) }
     }
 
+    /// As `signRaw(_:)`, written to the 64 bytes at `out` (no array: a JWS writes it straight into its token).
+    func signRaw(_ message: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) throws(CryptoError) {
+        let _: Void = try withDERSignature(message) { slot, der in
+            ECDSASignatureEncoding.raw(fromDER: der, using: slot.sig, into: out) ? () : nil
+        }
+    }
+
     /// ECDSA-SHA256 verification of a DER signature. `false` for a signature that does not verify or is not DER.
     func verifyDER(_ signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) throws(CryptoError) -> Bool {
         guard let ctx = EVP_MD_CTX_new() else {
@@ -257,6 +264,11 @@ public struct SigningKey: Sendable {
         }
         return try result.get()
     }
+
+    /// As `signatureRaw(for:)`, over the bytes at `message`, written to the 64 bytes at `out`.
+    func signatureRaw(for message: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) throws(CryptoError) {
+        try handle.signRaw(message, into: out)
+    }
 }
 
 /// An ECDSA P-256 public key, for verifying signatures (ours, Apple's test vectors, other implementations').
@@ -322,16 +334,23 @@ enum ECDSASignatureEncoding {
     /// each component with `BN_bn2binpad(…, 32)` (leading zero bytes occur in ~1 % of signatures). `nil` if
     /// `der` is not a DER ECDSA signature of P-256 size.
     static func raw(fromDER der: UnsafeRawBufferPointer, using sig: OpaquePointer) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: 64)
+        let ok = out.withUnsafeMutableBufferPointer { raw(fromDER: der, using: sig, into: $0.baseAddress!) }
+        return ok ? out : nil
+    }
+
+    /// As `raw(fromDER:using:)`, written to the 64 bytes at `out`; false if `der` is not such a signature.
+    static func raw(
+        fromDER der: UnsafeRawBufferPointer, using sig: OpaquePointer, into out: UnsafeMutablePointer<UInt8>
+    )
+        -> Bool
+    {
         var cursor: UnsafePointer<UInt8>? = der.baseAddress?.assumingMemoryBound(to: UInt8.self)
         var target: OpaquePointer? = sig
         guard d2i_ECDSA_SIG(&target, &cursor, der.count) != nil, let r = ECDSA_SIG_get0_r(sig),
             let s = ECDSA_SIG_get0_s(sig)
-        else { return nil }
-        var out = [UInt8](repeating: 0, count: 64)
-        let ok = out.withUnsafeMutableBufferPointer { buffer in
-            BN_bn2binpad(r, buffer.baseAddress, 32) == 32 && BN_bn2binpad(s, buffer.baseAddress! + 32, 32) == 32
-        }
-        return ok ? out : nil
+        else { return false }
+        return BN_bn2binpad(r, out, 32) == 32 && BN_bn2binpad(s, out + 32, 32) == 32
     }
 
     static func rawToDER(_ raw: [UInt8]) throws(CryptoError) -> [UInt8] {

@@ -59,7 +59,7 @@ public struct PromotionalOfferV1Payload: Sendable, Equatable {
         out.append(contentsOf: invisibleSeparator)
         out.append(contentsOf: appAccountToken.lowercased().utf8)
         out.append(contentsOf: invisibleSeparator)
-        out.append(contentsOf: nonce.lowercasedString.utf8)
+        nonce.appendLowercase(to: &out)
         out.append(contentsOf: invisibleSeparator)
         JSONObjectWriter.appendInteger(timestamp, to: &out)
     }
@@ -110,6 +110,10 @@ public struct OfferSigner: Sendable {
     private let nonces: @Sendable () -> UUID
     private let v1Prefix: [UInt8]
     private let encodedHeader: [UInt8]
+    /// The claims' bytes that are the same for every signature: `{"iss":"<issuer>","iat":` and
+    /// `,"bid":"<bundle>","nonce":"`.
+    private let claimsStart: [UInt8]
+    private let claimsBundle: [UInt8]
 
     /// A signer for one key of one app.
     public init(
@@ -125,6 +129,14 @@ public struct OfferSigner: Sendable {
         self.nonces = nonces
         self.v1Prefix = PromotionalOfferV1Payload.prefix(bundleId: bundleId, keyId: keyId)
         self.encodedHeader = Array(Base64URL.encode(OfferSigner.headerJSON(keyId: keyId)).utf8)
+        var start = Array(#"{"iss":"#.utf8)
+        JSONObjectWriter.appendString(issuerId, to: &start)
+        start.append(contentsOf: #","iat":"#.utf8)
+        self.claimsStart = start
+        var bundle = Array(#","bid":"#.utf8)
+        JSONObjectWriter.appendString(bundleId, to: &bundle)
+        bundle.append(contentsOf: #","nonce":""#.utf8)
+        self.claimsBundle = bundle
     }
 
     /// The exact JWS header bytes: `{"alg":"ES256","kid":"<keyId>","typ":"JWT"}`.
@@ -183,14 +195,24 @@ public struct OfferSigner: Sendable {
                 throw CryptoError(.invalidClaims, "claim '\(name)' is reserved or repeated")
             }
         }
-        var writer = JSONObjectWriter(capacity: 320)
-        writer.member("iss", .string(issuerId))
-        writer.member("iat", .integer(issuedAt))
-        writer.member("bid", .string(bundleId))
-        writer.member("nonce", .string(nonce.lowercasedString))
-        writer.member("aud", .string(audience.rawValue))
-        for (name, value) in extraClaims { writer.member(name, value) }
-        return writer.finish()
+        // The members every token has (`iss` and `bid` written once, in `init`), then the extra claims, into one
+        // buffer reserved for all of them (escaping aside).
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(
+            claimsStart.count + claimsBundle.count + audience.rawValue.utf8.count + 96
+                + extraClaims.reduce(0) { $0 + $1.0.utf8.count + $1.1.estimatedCount + 4 })
+        bytes.append(contentsOf: claimsStart)
+        JSONObjectWriter.appendInteger(issuedAt, to: &bytes)
+        bytes.append(contentsOf: claimsBundle)
+        nonce.appendLowercase(to: &bytes)
+        bytes.append(contentsOf: #"","aud":"#.utf8)
+        JSONObjectWriter.appendString(audience.rawValue, to: &bytes)
+        for (name, value) in extraClaims {
+            bytes.append(UInt8(ascii: ","))
+            JSONObjectWriter.appendMember(name, value, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
     }
 
     /// A compact ES256 JWS for any audience: header `{"alg":"ES256","kid":…,"typ":"JWT"}`, claims `iss`, `iat`
@@ -202,14 +224,38 @@ public struct OfferSigner: Sendable {
         let nonce = nonce ?? nonces()
         let iat = Int64((issuedAt ?? clock()).timeIntervalSince1970.rounded(.down))
         let claims = try claimsJSON(audience: audience, extraClaims: extraClaims, nonce: nonce, issuedAt: iat)
-        var token = encodedHeader
-        token.reserveCapacity(encodedHeader.count + claims.count * 4 / 3 + 92)
-        token.append(UInt8(ascii: "."))
-        Base64URL.encode(claims, into: &token)
-        let signature = try key.signatureRaw(for: token)
-        token.append(UInt8(ascii: "."))
-        Base64URL.encode(signature, into: &token)
-        return String(decoding: token, as: UTF8.self)
+        // The token is written straight into the string's storage: header, claims, then the signature of the two.
+        let length = encodedHeader.count + 1 + Base64URL.encodedCount(claims.count) + 1 + Base64URL.encodedCount(64)
+        var failure: CryptoError?
+        let token = String(unsafeUninitializedCapacity: length) { out in
+            do {
+                return try writeToken(claims: claims, to: out.baseAddress!)
+            } catch let error as CryptoError {
+                failure = error
+            } catch {
+                failure = CryptoError(.signingFailed, "\(error)")
+            }
+            return 0
+        }
+        if let failure { throw failure }
+        return token
+    }
+
+    /// Writes `b64url(header) "." b64url(claims) "." b64url(signature)` at `out` and returns its length.
+    private func writeToken(claims: [UInt8], to out: UnsafeMutablePointer<UInt8>) throws(CryptoError) -> Int {
+        var at = encodedHeader.withUnsafeBufferPointer { header in
+            out.initialize(from: header.baseAddress!, count: header.count)
+            return header.count
+        }
+        out[at] = UInt8(ascii: ".")
+        at += 1
+        at += claims.withUnsafeBufferPointer { Base64URL.write($0, to: out + at) }
+        let signed = UnsafeRawBufferPointer(start: out, count: at)
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { raw throws(CryptoError) in
+            try key.signatureRaw(for: signed, into: raw.baseAddress!)
+            out[at] = UInt8(ascii: ".")
+            return at + 1 + Base64URL.write(UnsafeBufferPointer(raw), to: out + at + 1)
+        }
     }
 
     /// Promotional offer signature V2 (`aud` `promotional-offer`): claims `productId`, `offerIdentifier` and
@@ -218,10 +264,16 @@ public struct OfferSigner: Sendable {
         productId: String, offerId: String, transactionId: String? = nil,
         nonce: UUID? = nil, issuedAt: Date? = nil
     ) throws(CryptoError) -> String {
-        var claims: [(String, JWSClaimValue)] = [
-            ("productId", .string(productId)), ("offerIdentifier", .string(offerId)),
-        ]
-        if let transactionId { claims.append(("transactionId", .string(transactionId))) }
+        // Two literals, not one grown by an append (each is one allocation).
+        let claims: [(String, JWSClaimValue)] =
+            if let transactionId {
+                [
+                    ("productId", .string(productId)), ("offerIdentifier", .string(offerId)),
+                    ("transactionId", .string(transactionId)),
+                ]
+            } else {
+                [("productId", .string(productId)), ("offerIdentifier", .string(offerId))]
+            }
         return try signJWS(audience: .promotionalOffer, extraClaims: claims, nonce: nonce, issuedAt: issuedAt)
     }
 

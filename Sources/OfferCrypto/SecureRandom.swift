@@ -114,20 +114,30 @@ extension UUID {
     /// The canonical lowercase form (`UUID.uuidString` is uppercase, which Apple rejects). Formatted directly:
     /// `uuidString` goes through `sprintf` on Linux, a measurable share of a signature's cost.
     public var lowercasedString: String {
+        String(unsafeUninitializedCapacity: 36) { out in writeLowercase(to: out.baseAddress!) }
+    }
+
+    /// Appends the canonical lowercase form's 36 ASCII bytes to `bytes` (no string in between).
+    public func appendLowercase(to bytes: inout [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: 36))
+        bytes.withUnsafeMutableBufferPointer { whole in _ = writeLowercase(to: whole.baseAddress! + start) }
+    }
+
+    /// Writes the canonical lowercase form (36 bytes) at `out`; returns 36.
+    private func writeLowercase(to out: UnsafeMutablePointer<UInt8>) -> Int {
         withUnsafeBytes(of: uuid) { raw in
-            String(unsafeUninitializedCapacity: 36) { out in
-                var position = 0
-                for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        out[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    out[position] = Hex.digit(raw[index] >> 4)
-                    out[position + 1] = Hex.digit(raw[index] & 0x0F)
-                    position += 2
+            var position = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    out[position] = UInt8(ascii: "-")
+                    position += 1
                 }
-                return 36
+                out[position] = Hex.digit(raw[index] >> 4)
+                out[position + 1] = Hex.digit(raw[index] & 0x0F)
+                position += 2
             }
+            return position
         }
     }
 }

@@ -44,6 +44,23 @@ struct PrimitivesTests {
         for bad in ["Zg==", "Z", "Zh", "Zm9v+", "a b", "Zm9/"] { #expect(Base64URL.decode(bad) == nil, "\(bad)") }
     }
 
+    @Test("Base64url encoding (two characters per table read): every 12-bit pair in both halves of a group")
+    func base64urlEveryPair() {
+        var bytes: [UInt8] = []
+        for x in 0..<4096 {
+            for chunk in [x << 12 | x, x << 12 | (4095 - x)] {
+                bytes += [UInt8(chunk >> 16), UInt8(truncatingIfNeeded: chunk >> 8), UInt8(truncatingIfNeeded: chunk)]
+            }
+        }
+        let standard = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+        #expect(Base64URL.encode(bytes) == standard)
+        #expect(
+            Base64URL.encode(bytes.dropFirst()) + "="
+                == Data(bytes.dropFirst()).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_"))
+    }
+
     @Test("Base64url decoding agrees with the character-at-a-time definition: every length, every bad character")
     func base64urlDecodeAgainstDefinition() {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
