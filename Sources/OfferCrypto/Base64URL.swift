@@ -33,7 +33,7 @@ public enum Base64URL {
     }
 
     /// Every pair of characters for 12 bits, as the two ASCII bytes in memory order (first character first), so
-    /// three input bytes become two table reads and one 4-byte store: a JWS's claims and signature are encoded on
+    /// three input bytes become two table reads and two 2-byte stores: a JWS's claims and signature are encoded on
     /// every signature.
     private static let pairs: [UInt16] = (0..<4096).map { bits in
         UInt16(littleEndian: UInt16(alphabet[bits >> 6]) | UInt16(alphabet[bits & 0x3F]) << 8)

@@ -228,14 +228,12 @@ public struct OfferSigner: Sendable {
         let length = encodedHeader.count + 1 + Base64URL.encodedCount(claims.count) + 1 + Base64URL.encodedCount(64)
         var failure: CryptoError?
         let token = String(unsafeUninitializedCapacity: length) { out in
-            do {
+            do throws(CryptoError) {
                 return try writeToken(claims: claims, to: out.baseAddress!)
-            } catch let error as CryptoError {
-                failure = error
             } catch {
-                failure = CryptoError(.signingFailed, "\(error)")
+                failure = error
+                return 0
             }
-            return 0
         }
         if let failure { throw failure }
         return token
