@@ -11,7 +11,14 @@ bench_init() {
     bench_name="$1"; shift
     quick=0; repeats=3
     bench_args=("$@")
-    for a in "$@"; do [ "$a" = "--quick" ] && quick=1; done
+    # A benchmark takes --quick only: --help prints the script's header, anything else is refused before it runs.
+    for a in "$@"; do
+        case "$a" in
+            --quick) quick=1 ;;
+            -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+            *) echo "$(basename "$0"): unknown argument '$a' (--quick and --help only)" >&2; exit 64 ;;
+        esac
+    done
     work="$(mktemp -d "/tmp/$bench_name.XXXXXX")"
     gateway_pids=()
     pg_dir="${BENCH_PG_DIR:-/tmp/bench-pg}"
