@@ -4,6 +4,10 @@
 # trapped on exit; the PostgreSQL cluster is stopped only if this script started it. BENCH_KEEP=1 keeps the work
 # dir (the gateway's log, each run's JSON report) and prints its path.
 set -euo pipefail
+# bench_usage: the running script's header comment (its usage), without the comment marks.
+bench_usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; }
+# Every script that sources this file answers --help with its usage before it does anything.
+case "${1:-}" in -h|--help) bench_usage; exit 0 ;; esac
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
@@ -15,7 +19,7 @@ bench_init() {
     for a in "$@"; do
         case "$a" in
             --quick) quick=1 ;;
-            -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+            -h|--help) bench_usage; exit 0 ;;
             *) echo "$(basename "$0"): unknown argument '$a' (--quick and --help only)" >&2; exit 64 ;;
         esac
     done
