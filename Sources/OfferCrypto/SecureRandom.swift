@@ -118,7 +118,7 @@ extension UUID {
     }
 
     /// Appends the canonical lowercase form's 36 ASCII bytes to `bytes` (no string in between).
-    public func appendLowercase(to bytes: inout [UInt8]) {
+    func appendLowercase(to bytes: inout [UInt8]) {
         let start = bytes.count
         bytes.append(contentsOf: repeatElement(0, count: 36))
         bytes.withUnsafeMutableBufferPointer { whole in _ = writeLowercase(to: whole.baseAddress! + start) }
