@@ -19,27 +19,51 @@ public enum CalendarMonths {
     }()
 
     /// `date` plus `months` calendar months (day clamped to month end; time of day kept).
-    public static func adding(_ months: Int, to date: Date) -> Date {
-        let (days, seconds) = split(date)
-        let date = CivilDate(daysSince1970: days)
-        let total = date.year * 12 + (date.month - 1) + months
-        let newYear = CivilDate.floorDivide(total, 12)
-        let newMonth = total - newYear * 12 + 1
-        let newDay = min(date.day, CivilDate.daysInMonth(year: newYear, month: newMonth))
-        let newDays = CivilDate(year: newYear, month: newMonth, day: newDay).daysSince1970
-        return Date(timeIntervalSince1970: Double(newDays) * 86_400 + seconds)
-    }
+    public static func adding(_ months: Int, to date: Date) -> Date { Anchor(date).adding(months) }
 
     /// Whole months from `from` to `to`, rounded down; 0 if `to <= from`.
-    public static func between(_ from: Date, _ to: Date) -> Int {
-        guard to > from else { return 0 }
-        let start = CivilDate(daysSince1970: split(from).days)
+    public static func between(_ from: Date, _ to: Date) -> Int { months(from: Anchor(from), to: to) }
+
+    /// The first instant after `at` at which `between(anchor, ·)` grows: `adding(between(anchor, at) + 1, to:
+    /// anchor)`, with `anchor` read into its calendar date once for both (a decision's horizon asks this for every
+    /// purchase, expiry and revocation date of a customer's history).
+    public static func nextWholeMonth(from anchor: Date, after at: Date) -> Date {
+        let anchor = Anchor(anchor)
+        return anchor.adding(months(from: anchor, to: at) + 1)
+    }
+
+    private static func months(from anchor: Anchor, to: Date) -> Int {
+        guard to > anchor.instant else { return 0 }
         let end = CivilDate(daysSince1970: split(to).days)
         // Start from the difference of month numbers, then correct it against the definition.
-        var months = max(0, (end.year * 12 + end.month) - (start.year * 12 + start.month))
-        while months > 0 && adding(months, to: from) > to { months -= 1 }
-        while adding(months + 1, to: from) <= to { months += 1 }
+        var months = max(0, (end.year * 12 + end.month) - (anchor.date.year * 12 + anchor.date.month))
+        while months > 0 && anchor.adding(months) > to { months -= 1 }
+        while anchor.adding(months + 1) <= to { months += 1 }
         return months
+    }
+
+    /// An instant read into its UTC calendar date and the seconds into that day, once, for months to be added to it.
+    private struct Anchor {
+        let instant: Date
+        let date: CivilDate
+        let seconds: Double
+
+        init(_ instant: Date) {
+            let (days, seconds) = CalendarMonths.split(instant)
+            self.instant = instant
+            self.date = CivilDate(daysSince1970: days)
+            self.seconds = seconds
+        }
+
+        /// The instant plus `months` calendar months (day clamped to month end; time of day kept).
+        func adding(_ months: Int) -> Date {
+            let total = date.year * 12 + (date.month - 1) + months
+            let newYear = CivilDate.floorDivide(total, 12)
+            let newMonth = total - newYear * 12 + 1
+            let newDay = min(date.day, CivilDate.daysInMonth(year: newYear, month: newMonth))
+            let newDays = CivilDate(year: newYear, month: newMonth, day: newDay).daysSince1970
+            return Date(timeIntervalSince1970: Double(newDays) * 86_400 + seconds)
+        }
     }
 
     // MARK: Civil dates

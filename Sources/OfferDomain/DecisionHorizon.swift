@@ -25,7 +25,7 @@ public enum DecisionHorizon {
         // A whole-month count from `anchor` changes when `anchor + (months so far + 1)` is reached.
         func considerMonths(from anchor: Date) {
             guard anchor <= at else { return consider(anchor) }
-            consider(CalendarMonths.adding(CalendarMonths.between(anchor, at) + 1, to: anchor))
+            consider(CalendarMonths.nextWholeMonth(from: anchor, after: at))
         }
         for transaction in transactions {
             considerMonths(from: transaction.purchaseDate)

@@ -89,5 +89,8 @@ struct CalendarMonthsTests {
         var count = 0
         while try reference(count + 1, from) <= to { count += 1 }
         #expect(CalendarMonths.between(from, to) == count, "\(from) → \(to)")
+        // The instant the count next grows (a decision's horizon), and before `from` the first whole month.
+        #expect(CalendarMonths.nextWholeMonth(from: from, after: to) == (try reference(count + 1, from)))
+        #expect(CalendarMonths.nextWholeMonth(from: to, after: from) == (try reference(1, to)))
     }
 }
