@@ -7,12 +7,12 @@ enum CodeMethods {
         MethodSpec(
             name: "codes.redeem", access: .tenant,
             run: { ctx in
-                let request = try redeemRequest(ctx)
+                let request = try ctx.params(plain: CodeService.RedeemRequest.self)
                 let redeemed = try await ctx.services.codes.redeem(request, tenant: try await ctx.tenant())
                 return Wire.receipt(redeemed.receipt, signature: redeemed.signature)
             },
             now: { ctx in
-                let request = try redeemRequest(ctx)
+                let request = try ctx.params(plain: CodeService.RedeemRequest.self)
                 guard let tenant = try ctx.ownTenant() else { return nil }
                 return try ctx.services.codes.redeemNow(request, tenant: tenant)?.map {
                     Wire.receipt($0.receipt, signature: $0.signature)
@@ -36,40 +36,29 @@ enum CodeMethods {
         },
     ]
 
-    /// `codes.redeem`'s params: plain ones read off the object, anything else (and every error) through `Decodable`.
-    static func redeemRequest(_ ctx: MethodContext) throws -> CodeService.RedeemRequest {
-        try CodeService.RedeemRequest(plainParams: ctx.request.params) ?? ctx.params(CodeService.RedeemRequest.self)
-    }
 }
 
-extension CodeService.RedeemRequest {
-    /// The request of `params` that hold only strings, read straight off the object (through `Decodable`, a
-    /// twentieth of a redemption's CPU in the gateway). Anything else (a missing `code` or `customerId`, a value of
-    /// another type) is nil, and `Decodable` reads it, errors and all. Members the request does not read are
-    /// ignored, as `Decodable` ignores them.
+extension CodeService.RedeemRequest: PlainStringParams {
     init?(plainParams params: JSONValue?) {
-        guard case .object(let object)? = params else { return nil }
         var code: String?
         var customerId: String?
         var idempotencyKey: String?
         var sign: String?
         var appAccountToken: String?
         var transactionId: String?
-        for member in object.members {
-            switch (member.key, member.value) {
-            case ("code", .string(let text)): code = text
-            case ("customerId", .string(let text)): customerId = text
-            case ("idempotencyKey", .string(let text)): idempotencyKey = text
-            case ("sign", .string(let text)): sign = text
-            case ("appAccountToken", .string(let text)): appAccountToken = text
-            case ("transactionId", .string(let text)): transactionId = text
-            case ("code", _), ("customerId", _), ("idempotencyKey", _), ("sign", _), ("appAccountToken", _),
-                ("transactionId", _):
-                return nil
-            default: continue
+        let plain = Self.readStrings(params) { name, text in
+            switch name {
+            case "code": code = text
+            case "customerId": customerId = text
+            case "idempotencyKey": idempotencyKey = text
+            case "sign": sign = text
+            case "appAccountToken": appAccountToken = text
+            case "transactionId": transactionId = text
+            default: return true
             }
+            return text != nil
         }
-        guard let code, let customerId else { return nil }
+        guard plain, let code, let customerId else { return nil }
         self.init(
             code: code, customerId: customerId, idempotencyKey: idempotencyKey, sign: sign,
             appAccountToken: appAccountToken, transactionId: transactionId)

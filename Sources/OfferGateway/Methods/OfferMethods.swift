@@ -23,12 +23,12 @@ enum OfferMethods {
         MethodSpec(
             name: "offers.best", access: .tenant,
             run: { ctx in
-                let request = try bestRequest(ctx)
+                let request = try ctx.params(plain: OfferService.BestRequest.self)
                 return Wire.best(try await ctx.services.offers.best(request, tenant: try await ctx.tenant()))
             },
             now: { ctx in
                 guard let tenant = try ctx.ownTenant() else { return nil }
-                let request = try bestRequest(ctx)
+                let request = try ctx.params(plain: OfferService.BestRequest.self)
                 // stdio's one reader thread serves the whole connection: its decisions go to the decision thread.
                 let onDecisionThread = ctx.rpc.connection.transport == .stdio
                 return try ctx.services.offers.bestNow(request, tenant: tenant, onDecisionThread: onDecisionThread)?
@@ -37,11 +37,11 @@ enum OfferMethods {
         MethodSpec(
             name: "offers.sign", access: .tenant,
             run: { ctx in
-                let request = try signRequest(ctx)
+                let request = try ctx.params(plain: OfferService.SignRequest.self)
                 return Wire.signed(try await ctx.services.offers.sign(request, tenant: try await ctx.tenant()))
             },
             now: { ctx in
-                let request = try signRequest(ctx)
+                let request = try ctx.params(plain: OfferService.SignRequest.self)
                 guard let tenant = try ctx.ownTenant() else { return nil }
                 return try ctx.services.offers.signNow(request, tenant: tenant)?.map(Wire.signed)
             }),
@@ -54,14 +54,4 @@ enum OfferMethods {
             ]
         },
     ]
-
-    /// `offers.sign`'s params: plain ones read off the object, anything else (and every error) through `Decodable`.
-    static func signRequest(_ ctx: MethodContext) throws -> OfferService.SignRequest {
-        try OfferService.SignRequest(plainParams: ctx.request.params) ?? ctx.params(OfferService.SignRequest.self)
-    }
-
-    /// `offers.best`'s params: plain ones read off the object, anything else (and every error) through `Decodable`.
-    static func bestRequest(_ ctx: MethodContext) throws -> OfferService.BestRequest {
-        try OfferService.BestRequest(plainParams: ctx.request.params) ?? ctx.params(OfferService.BestRequest.self)
-    }
 }

@@ -618,31 +618,27 @@ final class BestOfferAnswer: Sendable {
     }
 }
 
-extension OfferService.BestRequest {
-    /// The request of `params` that hold only strings and no `at`, read straight off the object: the common
-    /// paywall call, for which `Decodable` was 15 % of a remembered answer's cost. Anything else (a missing
-    /// `customerId`, a value of another type, `at`) is nil, and `Decodable` reads it, errors and all. Members
-    /// the request does not read are ignored, as `Decodable` ignores them.
+extension OfferService.BestRequest: PlainStringParams {
+    /// Without `at` too: a request with `at` is read by `Decodable`.
     init?(plainParams params: JSONValue?) {
-        guard case .object(let object)? = params else { return nil }
         var customerId: String?
         var productId: String?
         var groupId: String?
         var locale: String?
         var billingPlan: String?
-        for member in object.members {
-            switch (member.key, member.value) {
-            case ("customerId", .string(let text)): customerId = text
-            case ("productId", .string(let text)): productId = text
-            case ("groupId", .string(let text)): groupId = text
-            case ("locale", .string(let text)): locale = text
-            case ("billingPlan", .string(let text)): billingPlan = text
-            case ("customerId", _), ("productId", _), ("groupId", _), ("locale", _), ("billingPlan", _), ("at", _):
-                return nil
-            default: continue
+        let plain = Self.readStrings(params) { name, text in
+            switch name {
+            case "customerId": customerId = text
+            case "productId": productId = text
+            case "groupId": groupId = text
+            case "locale": locale = text
+            case "billingPlan": billingPlan = text
+            case "at": return false
+            default: return true
             }
+            return text != nil
         }
-        guard let customerId else { return nil }
+        guard plain, let customerId else { return nil }
         self.init(
             customerId: customerId, productId: productId, groupId: groupId, at: nil, locale: locale,
             billingPlan: billingPlan)
@@ -656,11 +652,8 @@ extension OfferService.BestRequest {
     }
 }
 
-extension OfferService.SignRequest {
-    /// The params when every member is a plain string (the usual call), without `Decodable`; nil when any is
-    /// missing or of another type, so `Decodable` reads them and names what is wrong.
+extension OfferService.SignRequest: PlainStringParams {
     init?(plainParams params: JSONValue?) {
-        guard case .object(let object)? = params else { return nil }
         var customerId: String?
         var productId: String?
         var offerId: String?
@@ -669,23 +662,21 @@ extension OfferService.SignRequest {
         var transactionId: String?
         var billingPlan: String?
         var redemptionId: String?
-        for member in object.members {
-            switch (member.key, member.value) {
-            case ("customerId", .string(let text)): customerId = text
-            case ("productId", .string(let text)): productId = text
-            case ("offerId", .string(let text)): offerId = text
-            case ("format", .string(let text)): format = text
-            case ("appAccountToken", .string(let text)): appAccountToken = text
-            case ("transactionId", .string(let text)): transactionId = text
-            case ("billingPlan", .string(let text)): billingPlan = text
-            case ("redemptionId", .string(let text)): redemptionId = text
-            case ("customerId", _), ("productId", _), ("offerId", _), ("format", _), ("appAccountToken", _),
-                ("transactionId", _), ("billingPlan", _), ("redemptionId", _):
-                return nil
-            default: continue
+        let plain = Self.readStrings(params) { name, text in
+            switch name {
+            case "customerId": customerId = text
+            case "productId": productId = text
+            case "offerId": offerId = text
+            case "format": format = text
+            case "appAccountToken": appAccountToken = text
+            case "transactionId": transactionId = text
+            case "billingPlan": billingPlan = text
+            case "redemptionId": redemptionId = text
+            default: return true
             }
+            return text != nil
         }
-        guard let customerId, let productId, let offerId, let format else { return nil }
+        guard plain, let customerId, let productId, let offerId, let format else { return nil }
         self.init(
             customerId: customerId, productId: productId, offerId: offerId, format: format,
             appAccountToken: appAccountToken, transactionId: transactionId, billingPlan: billingPlan,
