@@ -134,6 +134,7 @@ public final class ChangeFeed: Sendable {
     private let configuration: PostgresConfiguration
     private let reconnectDelay: Duration
     private let state: Mutex<State>
+    private let notificationsRead = Atomic<Int>(0)
 
     /// A feed for `database`, not yet listening (call `run()`).
     public init(
@@ -151,6 +152,10 @@ public final class ChangeFeed: Sendable {
     /// How many times the buffer overflowed so far (each time the consumer was told to drop everything).
     public var overflows: Int { state.withLock { $0.buffer.overflows } }
 
+    /// How many notifications `run()` has read from PostgreSQL so far (queued, merged or covered by a marker alike):
+    /// lets a caller know a burst has been read in full, however many socket reads it took.
+    public var notificationCount: Int { notificationsRead.load(ordering: .acquiring) }
+
     /// Listens until the calling task is cancelled, reconnecting by itself (a lost connection delivers
     /// `.mayHaveMissedChanges(.connectionLost)`, each reconnect `.mayHaveMissedChanges(.reconnected)`); delivers
     /// `.mayHaveMissedChanges(.started)` once first listening. With a multi-host URL it follows the primary.
@@ -167,7 +172,9 @@ public final class ChangeFeed: Sendable {
                 },
                 deliver: { [self] event in
                     switch event {
-                    case .notification(let note): push(Self.change(channel: note.channel, payload: note.payload))
+                    case .notification(let note):
+                        notificationsRead.add(1, ordering: .releasing)
+                        push(Self.change(channel: note.channel, payload: note.payload))
                     case .disconnected: push(.mayHaveMissedChanges(.connectionLost))
                     case .reconnected: push(.mayHaveMissedChanges(.reconnected))
                     }
