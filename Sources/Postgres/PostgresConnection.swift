@@ -146,6 +146,21 @@ public actor PostgresConnection {
         try await cancellable { try runPipeline(queries, prepared: prepared) }
     }
 
+    /// `query(_:prepared:)` for work already on this connection's queue, outside any task
+    /// (`PostgresPool.leasing(_:reply:)`): runs at once and cannot be cancelled.
+    @discardableResult
+    public func queryNow(_ query: PostgresQuery, prepared: Bool = false) throws -> PostgresRows {
+        try runQuery(query, prepared: prepared)
+    }
+
+    /// `pipeline(_:prepared:)` for work already on this connection's queue, outside any task
+    /// (`PostgresPool.leasing(_:reply:)`): runs at once and cannot be cancelled.
+    public func pipelineNow(
+        _ queries: [PostgresQuery], prepared: Bool = false
+    ) throws -> [Result<PostgresRows, PostgresError>] {
+        try runPipeline(queries, prepared: prepared)
+    }
+
     /// Runs blocking libpq work so that cancelling the current task cancels it: the cancellation handler (on
     /// whatever thread cancels) sends `PQcancel` while the work runs. The server may act on a cancel request a
     /// little late, after the statement finished, and would then cancel the next one: so a connection a cancel

@@ -125,6 +125,20 @@ public final class PostgresPool: Sendable {
         onLeasedConnection(reply: reply) { try $0.runQuery(query, prepared: prepared) }
     }
 
+    /// Leases a connection without a task and runs `work` on its queue, isolated to it: for several statements
+    /// (a transaction) whose caller waits with a callback, e.g. a group commit's batch, so that neither the
+    /// statements nor the answer hop through the cooperative pool. `work` uses the connection's synchronous calls
+    /// (`queryNow`, `pipelineNow`). The connection is given back first (rolled back if `work` left a transaction
+    /// open, discarded if broken), then `reply` is called on the same queue. `.failure` only when no live
+    /// connection could be had (or `work` threw: a `PostgresError` as it is, anything else wrapped). Not
+    /// cancellable; `acquireTimeout` still holds.
+    public func leasing<T>(
+        _ work: @escaping @Sendable (isolated PostgresConnection) throws -> T,
+        reply: @escaping @Sendable (Result<T, PostgresError>) -> Void
+    ) {
+        onLeasedConnection(reply: reply, work)
+    }
+
     /// Leases a connection without a task, runs `work` on its queue (liveness check and reuse check included, as
     /// `pooled`), gives it back, then calls `reply` there.
     private func onLeasedConnection<T>(

@@ -25,6 +25,10 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
 
     /// Commits one batch; returns one answer per request, in order.
     typealias Commit = @Sendable (Key, [Request]) async throws -> [Result<Receipt, any Error>]
+    /// The batch's answers (one per request, in order), or the error every request of it gets.
+    typealias Answers = Result<[Result<Receipt, any Error>], any Error>
+    /// Commits one batch without a task and calls its reply once, from the thread that finished the batch.
+    typealias CommitWithReply = @Sendable (Key, [Request], @escaping @Sendable (Answers) -> Void) -> Void
 
     private struct Pending: Sendable {
         let request: Request
@@ -32,7 +36,9 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
         let done: @Sendable (Result<Receipt, any Error>) -> Void
     }
 
-    private let commitBatch: Commit
+    private let commitBatch: CommitWithReply
+    /// Whether `commitBatch` runs each batch on a task of its own (the `Commit` form) and replies from it.
+    private let commitsOnTasks: Bool
     private let maxBatchSize: Int
     private let maxInFlight: Int
     private let linger: Duration?
@@ -43,8 +49,29 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
     ///   - maxInFlight: most batches of one key committing at once.
     ///   - linger: an optional window an idle key waits before committing its first batch (nil: commit at
     ///     once; batches then form while the previous one commits).
-    init(maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, commit: @escaping Commit) {
-        self.commitBatch = commit
+    convenience init(maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, commit: @escaping Commit) {
+        self.init(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, onTasks: true) {
+            key, batch, reply in
+            Task {
+                let answers: Answers
+                do {
+                    answers = .success(try await commit(key, batch))
+                } catch {
+                    answers = .failure(error)
+                }
+                reply(answers)
+            }
+        }
+    }
+
+    /// The same with a commit that replies from the thread that finished it (a connection's queue), where the next
+    /// batch then starts: no task, so no hop through the cooperative pool between one batch and the next.
+    init(
+        maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, onTasks: Bool = false,
+        committing: @escaping CommitWithReply
+    ) {
+        self.commitBatch = committing
+        self.commitsOnTasks = onTasks
         self.maxBatchSize = maxBatchSize
         self.maxInFlight = maxInFlight
         self.linger = linger
@@ -83,17 +110,11 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
                 self.perform(next, key: key)
             }
         case .commit(let batch):
-            Task { await self.commit(batch, key: key) }
+            commitBatch(key, batch.map(\.request)) { answers in self.finished(batch, key: key, answers: answers) }
         }
     }
 
-    private func commit(_ batch: [Pending], key: Key) async {
-        let answers: Result<[Result<Receipt, any Error>], any Error>
-        do {
-            answers = .success(try await commitBatch(key, batch.map(\.request)))
-        } catch {
-            answers = .failure(error)
-        }
+    private func finished(_ batch: [Pending], key: Key, answers: Answers) {
         let next = owners.withLock { owners -> GroupCommitBatcher<Pending>.Action in
             guard var owner = owners[key] else { return .none }
             let action = owner.batchFinished()
@@ -105,8 +126,18 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
             return action
         }
         // The next batch starts before this one's callers are told (their `done` may encode and send an answer), so
-        // the database works on it meanwhile: the campaign's row lock makes its batches one serial chain.
+        // the database works on it meanwhile: the campaign's row lock makes its batches one serial chain. A commit
+        // without a task replies on a connection's queue, where the next batch is likely queued behind this reply
+        // (the pool hands out the connection just given back): then the callers are told from another thread.
         perform(next, key: key)
+        if case .commit = next, !commitsOnTasks {
+            DispatchQueue.global().async { Self.tell(batch, answers) }
+        } else {
+            Self.tell(batch, answers)
+        }
+    }
+
+    private static func tell(_ batch: [Pending], _ answers: Answers) {
         switch answers {
         case .success(let answers):
             for (index, pending) in batch.enumerated() {

@@ -43,14 +43,18 @@ final class RedemptionCoordinator: Sendable {
         self.clock = clock
         let counters = Counters()
         self.counters = counters
-        batches = CampaignBatches(maxBatchSize: maxBatchSize, linger: linger) { key, batch in
-            let answers = try await Self.commit(batch, key: key, repository: repository, at: clock())
-            let accepted = answers.accepted
-            counters.value.withLock {
-                $0.batches += 1
-                $0.redemptions += accepted
+        batches = CampaignBatches(maxBatchSize: maxBatchSize, linger: linger) { key, batch, reply in
+            Self.commit(batch, key: key, repository: repository, at: clock()) { committed in
+                reply(
+                    committed.mapError { $0 as any Error }.map { verdicts in
+                        let accepted = verdicts.filter { $0 == .accepted }.count
+                        counters.value.withLock {
+                            $0.batches += 1
+                            $0.redemptions += accepted
+                        }
+                        return batch.indices.map { Self.answer($0, verdicts: verdicts, batch: batch) }
+                    })
             }
-            return answers.results
         }
     }
 
@@ -96,17 +100,19 @@ final class RedemptionCoordinator: Sendable {
         )
     }
 
+    /// Commits one batch without a task (`CampaignRepository.commitRedemptionBatch(…reply:)`): `reply` is called on
+    /// the connection's queue, where the campaign's next batch then starts.
     private static func commit(
         _ batch: [Pending], key: CampaignBatches<Pending, RedemptionReceipt>.Key, repository: CampaignRepository,
-        at: Date
-    ) async throws -> (results: [Result<RedemptionReceipt, any Error>], accepted: Int) {
+        at: Date, reply: @escaping @Sendable (Result<[RedemptionVerdict], StoreError>) -> Void
+    ) {
         let attempts = batch.map(\.attempt)
         // Stored outcomes are needed only for attempts with an idempotency key.
         let responses = batch.map { $0.attempt.idempotencyKey == nil ? "" : $0.receipt.storedJSON }
         let customers = Array(Set(attempts.map(\.customerId)))
         let codes = Array(Set(attempts.filter(\.oneTime).map(\.code)))
         let keys = Array(Set(attempts.compactMap(\.idempotencyKey)))
-        let verdicts = try await repository.commitRedemptionBatch(
+        repository.commitRedemptionBatch(
             tenant: key.tenant, campaignId: key.campaignId, customers: customers, oneTimeCodes: codes, keys: keys
         ) { snapshot in
             let verdicts = RedemptionDecider.decide(
@@ -128,9 +134,9 @@ final class RedemptionCoordinator: Sendable {
                 }
             }
             return (writes, verdicts)
+        } reply: {
+            reply($0)
         }
-        let results = batch.indices.map { answer($0, verdicts: verdicts, batch: batch) }
-        return (results, verdicts.filter { $0 == .accepted }.count)
     }
 
     /// The answer to attempt `index` of a committed batch.

@@ -122,9 +122,7 @@ extension CampaignRepository {
         // The transaction's BEGIN is pipelined with its reads, so it cannot use withTransaction; it shares its retry
         // loop, also retrying a unique violation (an idempotency key taken meanwhile by another campaign's batch).
         try await storeCall {
-            try await PostgresPool.retrying(
-                maxAttempts: 4, when: { $0.isUniqueViolation || $0.isSerializationFailure }
-            ) {
+            try await PostgresPool.retrying(maxAttempts: 4, when: Self.retriesBatch) {
                 try await pool.withConnection { connection in
                     try await Self.batchTransaction(
                         connection, tenant: tenant, campaignId: campaignId, customers: customers,
@@ -132,6 +130,54 @@ extension CampaignRepository {
                 }
             }
         }
+    }
+
+    /// The same without a task: the transaction runs on a leased connection's own queue and `reply` is called
+    /// there, once, right after it. A group commit whose next batch starts from `reply` thus chains its batches on
+    /// the connections' threads, with no hop through the cooperative pool between one `COMMIT` and the next
+    /// `BEGIN` while the campaign's batches queue (each hop is a thread wake-up on the campaign's serial chain).
+    /// A first attempt that fails in a way worth retrying goes through the `async` version's retries on a task.
+    public func commitRedemptionBatch<T: Sendable>(
+        tenant: UUID, campaignId: String, customers: [String], oneTimeCodes: [String], keys: [String],
+        decide: @escaping @Sendable (RedemptionSnapshot) throws -> (RedemptionWrites, T),
+        reply: @escaping @Sendable (Result<T, StoreError>) -> Void
+    ) {
+        pool.leasing({ connection -> Result<T, any Error> in
+            Result {
+                try Self.batchTransaction(
+                    connection, tenant: tenant, campaignId: campaignId, customers: customers,
+                    oneTimeCodes: oneTimeCodes, keys: keys, decide: decide)
+            }
+        }) { leased in
+            let outcome: Result<T, any Error>
+            switch leased {
+            case .success(let transaction): outcome = transaction
+            case .failure(let error): outcome = .failure(error)
+            }
+            switch outcome {
+            case .success(let value):
+                reply(.success(value))
+            case .failure(let error as PostgresError) where Self.retriesBatch(error):
+                Task {
+                    do throws(StoreError) {
+                        reply(
+                            .success(
+                                try await self.commitRedemptionBatch(
+                                    tenant: tenant, campaignId: campaignId, customers: customers,
+                                    oneTimeCodes: oneTimeCodes, keys: keys, decide: decide)))
+                    } catch {
+                        reply(.failure(error))
+                    }
+                }
+            case .failure(let error):
+                reply(.failure(StoreError.wrap(error)))
+            }
+        }
+    }
+
+    /// What a redemption batch's transaction is retried on.
+    private static func retriesBatch(_ error: PostgresError) -> Bool {
+        error.isUniqueViolation || error.isSerializationFailure
     }
 
     /// The batch's reads besides the campaign row: live redemption counts of its customers, its one-time codes
@@ -173,14 +219,14 @@ extension CampaignRepository {
         """
     }
 
-    /// Runs on the connection's own queue (`isolated`), `decide` included: between the reads and the writes, while
-    /// the campaign row is locked, nothing waits for a thread of the cooperative pool.
+    /// Runs on the connection's own queue (`isolated`, synchronous), `decide` included: between the reads and the
+    /// writes, while the campaign row is locked, nothing waits for another thread.
     static func batchTransaction<T: Sendable>(
         _ connection: isolated PostgresConnection, tenant: UUID, campaignId: String, customers: [String],
         oneTimeCodes: [String], keys: [String], decide: @Sendable (RedemptionSnapshot) throws -> (RedemptionWrites, T)
-    ) async throws -> T {
+    ) throws -> T {
         // On any failure the pool rolls the open transaction back when the connection is returned.
-        let reads = try await connection.pipeline(
+        let reads = try connection.pipelineNow(
             [
                 "BEGIN ISOLATION LEVEL READ COMMITTED",
                 """
@@ -216,7 +262,7 @@ extension CampaignRepository {
         let (writes, value) = try decide(snapshot)
         let n = Int64(writes.redemptions.count)
         guard n > 0 else {
-            try await connection.query("COMMIT")
+            try connection.queryNow("COMMIT")
             return value
         }
         let ids = writes.redemptions.map(\.redemptionId)
@@ -227,7 +273,7 @@ extension CampaignRepository {
         let keys = writes.idempotency.map(\.key)
         let hashes = writes.idempotency.map(\.record.requestHash)
         let responses = writes.idempotency.map(\.record.responseJSON)
-        let results = try await connection.pipeline(
+        let results = try connection.pipelineNow(
             [
                 """
                 WITH counted AS (
