@@ -50,7 +50,7 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
     ///   - linger: an optional window an idle key waits before committing its first batch (nil: commit at
     ///     once; batches then form while the previous one commits).
     convenience init(maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, commit: @escaping Commit) {
-        self.init(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, onTasks: true) {
+        self.init(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, commitsOnTasks: true) {
             key, batch, reply in
             Task {
                 let answers: Answers
@@ -66,12 +66,20 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
 
     /// The same with a commit that replies from the thread that finished it (a connection's queue), where the next
     /// batch then starts: no task, so no hop through the cooperative pool between one batch and the next.
-    init(
-        maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, onTasks: Bool = false,
+    convenience init(
+        maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, committing: @escaping CommitWithReply
+    ) {
+        self.init(
+            maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, commitsOnTasks: false,
+            committing: committing)
+    }
+
+    private init(
+        maxBatchSize: Int, maxInFlight: Int, linger: Duration?, commitsOnTasks: Bool,
         committing: @escaping CommitWithReply
     ) {
         self.commitBatch = committing
-        self.commitsOnTasks = onTasks
+        self.commitsOnTasks = commitsOnTasks
         self.maxBatchSize = maxBatchSize
         self.maxInFlight = maxInFlight
         self.linger = linger
