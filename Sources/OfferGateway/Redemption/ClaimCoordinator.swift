@@ -127,8 +127,13 @@ final class ClaimCoordinator: Sendable {
         linger: Duration? = nil
     ) {
         self.repository = repository
-        batches = CampaignBatches(maxBatchSize: maxBatchSize, linger: linger) { key, batch in
-            try await Self.commit(batch, key: key, repository: repository, at: clock())
+        batches = CampaignBatches(maxBatchSize: maxBatchSize, linger: linger) { key, batch, reply in
+            Self.commit(batch, key: key, repository: repository, at: clock()) { committed in
+                reply(
+                    committed.mapError { $0 as any Error }.map { verdicts in
+                        batch.indices.map { Self.answer($0, verdicts: verdicts, batch: batch) }
+                    })
+            }
         }
     }
 
@@ -152,11 +157,14 @@ final class ClaimCoordinator: Sendable {
             key: .init(tenant: tenant, campaignId: campaign.id))
     }
 
+    /// Commits one batch without a task (`CampaignRepository.commitClaimBatch(…reply:)`): `reply` is called on the
+    /// connection's queue, where the campaign's next batch then starts.
     private static func commit(
-        _ batch: [Pending], key: CampaignBatches<Pending, ClaimReceipt>.Key, repository: CampaignRepository, at: Date
-    ) async throws -> [Result<ClaimReceipt, any Error>] {
+        _ batch: [Pending], key: CampaignBatches<Pending, ClaimReceipt>.Key, repository: CampaignRepository, at: Date,
+        reply: @escaping @Sendable (Result<[ClaimVerdict], StoreError>) -> Void
+    ) {
         let attempts = batch.map(\.attempt)
-        let verdicts = try await repository.commitClaimBatch(
+        repository.commitClaimBatch(
             tenant: key.tenant, campaignId: key.campaignId, customers: Array(Set(attempts.map(\.customerId))),
             keys: Array(Set(attempts.compactMap(\.idempotencyKey))), wanted: attempts.count, at: at
         ) { snapshot in
@@ -179,8 +187,9 @@ final class ClaimCoordinator: Sendable {
                 }
             }
             return (writes, verdicts)
+        } reply: {
+            reply($0)
         }
-        return batch.indices.map { answer($0, verdicts: verdicts, batch: batch) }
     }
 
     static func answer(_ index: Int, verdicts: [ClaimVerdict], batch: [Pending]) -> Result<ClaimReceipt, any Error> {

@@ -49,6 +49,48 @@ public struct CampaignRepository: Sendable {
     /// How many columns `columns` has (what a query selects after them starts at this index).
     static let columnCount = 16
 
+    // MARK: Batches
+
+    /// What a campaign batch's transaction is retried on: a unique violation (an idempotency key taken meanwhile by
+    /// another campaign's batch) or a serialization failure.
+    static func retriesBatch(_ error: PostgresError) -> Bool {
+        error.isUniqueViolation || error.isSerializationFailure
+    }
+
+    /// Runs one campaign batch's `transaction` without a task: on a leased connection's own queue, `reply` called
+    /// there, once, right after it. A group commit whose next batch starts from `reply` thus chains a campaign's
+    /// batches on the connections' threads, with no hop through the cooperative pool between one `COMMIT` and the
+    /// next `BEGIN` (each hop is a thread wake-up on the campaign's serial chain; decision 011, second addendum).
+    /// A first attempt that fails in a way worth retrying (`retriesBatch`) is handed to `retried`, the batch's
+    /// `async` form with its retries and backoff, on a task.
+    func batchWithoutTask<T: Sendable>(
+        _ transaction: @escaping @Sendable (isolated PostgresConnection) throws -> T,
+        retried: @escaping @Sendable () async throws -> T,
+        reply: @escaping @Sendable (Result<T, StoreError>) -> Void
+    ) {
+        pool.leasing({ connection -> Result<T, any Error> in Result { try transaction(connection) } }) { leased in
+            let outcome: Result<T, any Error>
+            switch leased {
+            case .success(let transaction): outcome = transaction
+            case .failure(let error): outcome = .failure(error)
+            }
+            switch outcome {
+            case .success(let value):
+                reply(.success(value))
+            case .failure(let error as PostgresError) where Self.retriesBatch(error):
+                Task {
+                    do {
+                        reply(.success(try await retried()))
+                    } catch {
+                        reply(.failure(StoreError.wrap(error)))
+                    }
+                }
+            case .failure(let error):
+                reply(.failure(StoreError.wrap(error)))
+            }
+        }
+    }
+
     // MARK: Definition
 
     /// Creates a campaign (and, for a custom campaign, its code) for the offer `c.offerId` of product `productId`.

@@ -99,9 +99,7 @@ extension CampaignRepository {
         decide: @escaping @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
     ) async throws(StoreError) -> T {
         try await storeCall {
-            try await PostgresPool.retrying(
-                maxAttempts: 4, when: { $0.isUniqueViolation || $0.isSerializationFailure }
-            ) {
+            try await PostgresPool.retrying(maxAttempts: 4, when: Self.retriesBatch) {
                 try await pool.withConnection { connection in
                     try await Self.claimTransaction(
                         connection, tenant: tenant, campaignId: campaignId, customers: customers, keys: keys,
@@ -109,6 +107,26 @@ extension CampaignRepository {
                 }
             }
         }
+    }
+
+    /// The same without a task (`batchWithoutTask`): the transaction runs on a leased connection's own queue and
+    /// `reply` is called there, once, right after it; the campaign's next batch starts from it.
+    public func commitClaimBatch<T: Sendable>(
+        tenant: UUID, campaignId: String, customers: [String], keys: [String], wanted: Int, at: Date,
+        decide: @escaping @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T),
+        reply: @escaping @Sendable (Result<T, StoreError>) -> Void
+    ) {
+        batchWithoutTask(
+            { connection in
+                try Self.claimTransaction(
+                    connection, tenant: tenant, campaignId: campaignId, customers: customers, keys: keys,
+                    wanted: wanted, at: at, decide: decide)
+            },
+            retried: {
+                try await self.commitClaimBatch(
+                    tenant: tenant, campaignId: campaignId, customers: customers, keys: keys, wanted: wanted, at: at,
+                    decide: decide)
+            }, reply: reply)
     }
 
     /// The batch's reads besides the campaign row: the claims its customers hold, `wanted` free codes in code order,
@@ -141,9 +159,9 @@ extension CampaignRepository {
         _ connection: isolated PostgresConnection, tenant: UUID, campaignId: String, customers: [String],
         keys: [String],
         wanted: Int, at: Date, decide: @Sendable (ClaimSnapshot) throws -> (ClaimWrites, T)
-    ) async throws -> T {
+    ) throws -> T {
         // On any failure the pool rolls the open transaction back when the connection is returned.
-        let reads = try await connection.pipeline(
+        let reads = try connection.pipelineNow(
             [
                 "BEGIN ISOLATION LEVEL READ COMMITTED",
                 """
@@ -173,7 +191,7 @@ extension CampaignRepository {
         let (writes, value) = try decide(snapshot)
         let n = Int64(writes.claims.count)
         guard n > 0 else {
-            try await connection.query("COMMIT")
+            try connection.queryNow("COMMIT")
             return value
         }
         guard Set(writes.claims.map(\.claim.code)).isSubset(of: free) else {
@@ -183,7 +201,7 @@ extension CampaignRepository {
         // The COMMIT is pipelined with the write (one round trip, as for redemptions); so a mismatch between the
         // counter and the rows (only if `decide` admitted more than the locked row allows) must fail the statement
         // itself, which skips the COMMIT: the cast of a non-number fails at run time, never at planning.
-        let results = try await connection.pipeline(
+        let results = try connection.pipelineNow(
             [
                 """
                 WITH counted AS (

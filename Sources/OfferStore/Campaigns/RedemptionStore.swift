@@ -132,52 +132,24 @@ extension CampaignRepository {
         }
     }
 
-    /// The same without a task: the transaction runs on a leased connection's own queue and `reply` is called
-    /// there, once, right after it. A group commit whose next batch starts from `reply` thus chains its batches on
-    /// the connections' threads, with no hop through the cooperative pool between one `COMMIT` and the next
-    /// `BEGIN` while the campaign's batches queue (each hop is a thread wake-up on the campaign's serial chain).
-    /// A first attempt that fails in a way worth retrying goes through the `async` version's retries on a task.
+    /// The same without a task (`batchWithoutTask`): the transaction runs on a leased connection's own queue and
+    /// `reply` is called there, once, right after it; the campaign's next batch starts from it.
     public func commitRedemptionBatch<T: Sendable>(
         tenant: UUID, campaignId: String, customers: [String], oneTimeCodes: [String], keys: [String],
         decide: @escaping @Sendable (RedemptionSnapshot) throws -> (RedemptionWrites, T),
         reply: @escaping @Sendable (Result<T, StoreError>) -> Void
     ) {
-        pool.leasing({ connection -> Result<T, any Error> in
-            Result {
+        batchWithoutTask(
+            { connection in
                 try Self.batchTransaction(
                     connection, tenant: tenant, campaignId: campaignId, customers: customers,
                     oneTimeCodes: oneTimeCodes, keys: keys, decide: decide)
-            }
-        }) { leased in
-            let outcome: Result<T, any Error>
-            switch leased {
-            case .success(let transaction): outcome = transaction
-            case .failure(let error): outcome = .failure(error)
-            }
-            switch outcome {
-            case .success(let value):
-                reply(.success(value))
-            case .failure(let error as PostgresError) where Self.retriesBatch(error):
-                Task {
-                    do throws(StoreError) {
-                        reply(
-                            .success(
-                                try await self.commitRedemptionBatch(
-                                    tenant: tenant, campaignId: campaignId, customers: customers,
-                                    oneTimeCodes: oneTimeCodes, keys: keys, decide: decide)))
-                    } catch {
-                        reply(.failure(error))
-                    }
-                }
-            case .failure(let error):
-                reply(.failure(StoreError.wrap(error)))
-            }
-        }
-    }
-
-    /// What a redemption batch's transaction is retried on.
-    private static func retriesBatch(_ error: PostgresError) -> Bool {
-        error.isUniqueViolation || error.isSerializationFailure
+            },
+            retried: {
+                try await self.commitRedemptionBatch(
+                    tenant: tenant, campaignId: campaignId, customers: customers, oneTimeCodes: oneTimeCodes,
+                    keys: keys, decide: decide)
+            }, reply: reply)
     }
 
     /// The batch's reads besides the campaign row: live redemption counts of its customers, its one-time codes
