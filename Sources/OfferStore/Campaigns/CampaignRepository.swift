@@ -69,12 +69,8 @@ public struct CampaignRepository: Sendable {
         reply: @escaping @Sendable (Result<T, StoreError>) -> Void
     ) {
         pool.leasing({ connection -> Result<T, any Error> in Result { try transaction(connection) } }) { leased in
-            let outcome: Result<T, any Error>
-            switch leased {
-            case .success(let transaction): outcome = transaction
-            case .failure(let error): outcome = .failure(error)
-            }
-            switch outcome {
+            // No connection (`leased` failed), or the transaction's own outcome.
+            switch leased.mapError({ $0 as any Error }).flatMap({ $0 }) {
             case .success(let value):
                 reply(.success(value))
             case .failure(let error as PostgresError) where Self.retriesBatch(error):
