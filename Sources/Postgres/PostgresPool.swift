@@ -112,7 +112,7 @@ public final class PostgresPool: Sendable {
         _ queries: [PostgresQuery], prepared: Bool = false,
         reply: @escaping @Sendable (Result<[Result<PostgresRows, PostgresError>], PostgresError>) -> Void
     ) {
-        onLeasedConnection(reply: reply) { try $0.runPipeline(queries, prepared: prepared) }
+        leasing({ try $0.runPipeline(queries, prepared: prepared) }, reply: reply)
     }
 
     /// `query` without a task, like `pipeline(_:prepared:reply:)`: `reply` gets the rows on the connection's own
@@ -122,7 +122,7 @@ public final class PostgresPool: Sendable {
         _ query: PostgresQuery, prepared: Bool = false,
         reply: @escaping @Sendable (Result<PostgresRows, PostgresError>) -> Void
     ) {
-        onLeasedConnection(reply: reply) { try $0.runQuery(query, prepared: prepared) }
+        leasing({ try $0.runQuery(query, prepared: prepared) }, reply: reply)
     }
 
     /// Leases a connection without a task and runs `work` on its queue, isolated to it: for several statements
@@ -136,15 +136,7 @@ public final class PostgresPool: Sendable {
         _ work: @escaping @Sendable (isolated PostgresConnection) throws -> T,
         reply: @escaping @Sendable (Result<T, PostgresError>) -> Void
     ) {
-        onLeasedConnection(reply: reply, work)
-    }
-
-    /// Leases a connection without a task, runs `work` on its queue (liveness check and reuse check included, as
-    /// `pooled`), gives it back, then calls `reply` there.
-    private func onLeasedConnection<T>(
-        reply: @escaping @Sendable (Result<T, PostgresError>) -> Void,
-        _ work: @escaping @Sendable (isolated PostgresConnection) throws -> T
-    ) {
+        // `pooledNow` checks the connection before `work` and readies it for reuse after, as `pooled` does.
         acquire { leased in
             switch leased {
             case .failure(let error):
