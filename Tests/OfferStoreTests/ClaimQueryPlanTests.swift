@@ -7,7 +7,7 @@ import Testing
 
 /// The claim batch's lookups stay index probes per customer and key, and a walk of the free codes' index, in their
 /// generic plans on a table whose statistics lag (as `RedemptionQueryPlanTests` checks for redemptions): without
-/// the `LIMIT 1`, PostgreSQL 15 read every claim of the campaign per batch.
+/// the `LIMIT 1`, PostgreSQL 15 read every claim of the campaign per batch. The walk starts at the claim cursor.
 @Suite("Claim batch query plans")
 struct ClaimQueryPlanTests {
     @Test("every claim lookup is an index lookup per item, the free codes an index walk")
@@ -17,7 +17,7 @@ struct ClaimQueryPlanTests {
             let lookups = CampaignRepository.claimLookups(
                 tenant: tenant, campaignId: "asc", customers: ["c1", "c2"], keys: ["k1"], wanted: 64)
             let t = "'\(tenant.uuidString.lowercased())'"
-            let arguments = ["ARRAY['c1', 'c2'], \(t), 'asc'", "\(t), 'asc', 64", "ARRAY['k1'], \(t)"]
+            let arguments = ["ARRAY['c1', 'c2'], \(t), 'asc'", "\(t), 'asc', \(t), 'asc', 64", "ARRAY['k1'], \(t)"]
             let expected = [
                 "(customer_id = c.customer_id)", "apple_codes_free", "(idempotency_key = k.key)",
             ]
@@ -48,6 +48,9 @@ struct ClaimQueryPlanTests {
                 #expect(plan.contains("Index") && plan.contains(condition), "plan:\n\(plan)")
                 #expect(!plan.contains("Seq Scan") && !plan.contains("Join Filter"), "plan:\n\(plan)")
             }
+            // The free codes' walk starts at the claim cursor (migration 0015): a bound of the index scan, not a
+            // filter over the codes before it.
+            #expect(QueryPlans.indexCondition(of: plans[1]).contains("(code > "), "plan:\n\(plans[1])")
         }
     }
 }

@@ -69,19 +69,23 @@ extension CampaignRepository {
                 guard kind == CampaignKind.appleOneTime.rawValue else {
                     throw StoreError.conflict("campaign '\(campaignId)' is not an appleOneTime campaign")
                 }
+                // A new code that does not sort after the claim cursor clears it (migration 0015).
                 let inserted =
                     try await tx.query(
                         """
-                        INSERT INTO apple_codes (tenant_id, code, campaign_id)
-                        SELECT \(tenant), x, \(campaignId) FROM unnest(\(codes)::text[]) AS x
-                        ON CONFLICT DO NOTHING
+                        WITH inserted AS (
+                            INSERT INTO apple_codes (tenant_id, code, campaign_id)
+                            SELECT \(tenant), x, \(campaignId) FROM unnest(\(codes)::text[]) AS x
+                            ON CONFLICT DO NOTHING
+                            RETURNING code)
+                        UPDATE campaigns
+                        SET codes_generated = codes_generated + (SELECT count(*) FROM inserted),
+                            claim_cursor = CASE WHEN (SELECT min(code) FROM inserted) <= claim_cursor THEN NULL
+                                                ELSE claim_cursor END
+                        WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
+                        RETURNING (SELECT count(*) FROM inserted)
                         """
-                    ).affectedRows ?? 0
-                try await tx.query(
-                    """
-                    UPDATE campaigns SET codes_generated = codes_generated + \(Int64(inserted))
-                    WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
-                    """)
+                    ).scalar(Int64.self).map(Int.init) ?? 0
                 try await Audit.record(
                     tx, tenant: tenant, actor: "admin", action: "campaign.importCodes",
                     detail: ["campaignId": campaignId, "imported": String(inserted)])
@@ -129,8 +133,9 @@ extension CampaignRepository {
             }, reply: reply)
     }
 
-    /// The batch's reads besides the campaign row: the claims its customers hold, `wanted` free codes in code order,
-    /// and the stored outcomes of its idempotency keys. One index probe per customer and key: the `LIMIT 1` keeps the
+    /// The batch's reads besides the campaign row: the claims its customers hold, `wanted` free codes in code order
+    /// after the campaign's claim cursor (migration 0015: the walk starts after the codes claimed before, whose
+    /// entries stay in `apple_codes_free` until a vacuum), and the stored outcomes of its idempotency keys. One index probe per customer and key: the `LIMIT 1` keeps the
     /// planner from turning the customer lookup into a scan of every claim of the campaign, which PostgreSQL 15's
     /// generic plan did (as it did for redemptions, see `batchLookups`); `ClaimQueryPlanTests` checks the plans.
     static func claimLookups(tenant: UUID, campaignId: String, customers: [String], keys: [String], wanted: Int)
@@ -147,6 +152,8 @@ extension CampaignRepository {
             """
             SELECT code FROM apple_codes
             WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId) AND claim_id IS NULL
+                  AND code > COALESCE((SELECT claim_cursor FROM campaigns
+                                       WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)), '')
             ORDER BY code LIMIT \(Int64(wanted))
             """,
             idempotencyLookup(tenant: tenant, keys: keys),
@@ -198,6 +205,7 @@ extension CampaignRepository {
             throw StoreError.corrupt("decide() handed out a code that is not free")
         }
         let keyList = writes.idempotency.map(\.key)
+        let cursor = Self.claimCursor(free: free, claimed: writes.claims.map(\.claim.code))
         // The COMMIT is pipelined with the write (one round trip, as for redemptions); so a mismatch between the
         // counter and the rows (only if `decide` admitted more than the locked row allows) must fail the statement
         // itself, which skips the COMMIT: the cast of a non-number fails at run time, never at planning.
@@ -205,7 +213,7 @@ extension CampaignRepository {
             [
                 """
                 WITH counted AS (
-                    UPDATE campaigns SET redeemed = redeemed + \(n)
+                    UPDATE campaigns SET redeemed = redeemed + \(n), claim_cursor = COALESCE(\(cursor), claim_cursor)
                     WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
                           AND (total_limit IS NULL OR redeemed + \(n) <= total_limit)
                     RETURNING redeemed),
@@ -245,6 +253,15 @@ extension CampaignRepository {
         }
         guard written == n else { throw StoreError.corrupt("a claim batch wrote \(written ?? 0) of \(n) claims") }
         return value
+    }
+
+    /// Where the campaign's next lookup may start (migration 0015): the last code of the run of `free` (the codes
+    /// after the cursor, in code order) that the batch claimed from its start, or nil to leave the cursor where it
+    /// is. Every code before it is claimed now, so every free code sorts after it. `decide` hands codes out from the
+    /// start, so the run is all of the batch's claims; a code it skipped would end the run there, never be passed.
+    static func claimCursor(free: [String], claimed: [String]) -> String? {
+        let claimed = Set(claimed)
+        return free.prefix { claimed.contains($0) }.last
     }
 
     /// A customer's claim in a campaign, or nil.

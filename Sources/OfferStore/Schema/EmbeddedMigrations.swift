@@ -1010,5 +1010,20 @@ BEGIN
     RETURN NULL;
 END $$;
 """##),
+        Migration(version: 15, name: "apple_codes_claim_cursor", sql: ##"""
+-- Where an appleOneTime campaign's next claim starts looking for free codes.
+--
+-- Why: claims take free codes in code order, and the lookup (`ORDER BY code LIMIT n` on the partial index
+-- `apple_codes_free`) started at the campaign's first code every time. A claimed code leaves its entry in that index
+-- until a vacuum removes it, so the walk grew with every claim since the last vacuum: 4 index buffers per lookup on
+-- a fresh campaign, 110-250 after 40,000 claims (0.43 ms against 0.06 ms; docs/perf/b1-hot-code.md, session 28), and
+-- autovacuum's default leaves up to a fifth of a table dead, ~200,000 entries for a million codes.
+--
+-- What holds: every free code of the campaign sorts after `claim_cursor` (NULL: no bound). A claim batch, holding
+-- the campaign row's lock, reads the free codes after the cursor and moves it to the last code of the run it claimed
+-- from their start; an import, holding the same lock, clears it when it adds a code that does not sort after it. The
+-- cursor only narrows where the walk starts: codes are still claimed by `claim_id IS NULL` on their own rows.
+ALTER TABLE campaigns ADD COLUMN claim_cursor text;
+"""##),
     ]
 }
