@@ -122,6 +122,35 @@ struct ClaimCursorTests {
         }
     }
 
+    @Test("a code freed or renamed by hand, outside the gateway, clears the cursor and is handed out again")
+    func freedByHand() async throws {
+        try await RepositoryTests.withStore { db in
+            let tenant = try await Self.appleCampaign(db)
+            _ = try await db.campaigns.importAppleCodes(
+                tenant: tenant, campaignId: "asc", codes: ["MMM1", "MMM2", "MMM3", "MMM4"])
+            #expect(
+                try await Self.claim(db, tenant: tenant, count: 3, customerPrefix: "a") == ["MMM1", "MMM2", "MMM3"])
+            #expect(try await Self.cursor(db, tenant: tenant) == "MMM3")
+            // An operator's fix in psql: a claim taken back. The claim columns are cleared together (the table's
+            // check), and the campaign's counter is the operator's to mend.
+            try await db.pool.query(
+                """
+                UPDATE apple_codes SET claim_id = NULL, customer_id = NULL, claimed_at = NULL
+                WHERE tenant_id = \(tenant) AND code = 'MMM2'
+                """)
+            #expect(try await Self.cursor(db, tenant: tenant) == nil)
+            #expect(try await Self.claim(db, tenant: tenant, count: 3, customerPrefix: "b") == ["MMM2", "MMM4"])
+            #expect(try await Self.cursor(db, tenant: tenant) == "MMM4")
+            // A free code renamed to sort first.
+            _ = try await db.campaigns.importAppleCodes(tenant: tenant, campaignId: "asc", codes: ["ZZZ1"])
+            #expect(try await Self.cursor(db, tenant: tenant) == "MMM4")
+            try await db.pool.query(
+                "UPDATE apple_codes SET code = 'AAA1' WHERE tenant_id = \(tenant) AND code = 'ZZZ1'")
+            #expect(try await Self.cursor(db, tenant: tenant) == nil)
+            #expect(try await Self.claim(db, tenant: tenant, count: 3, customerPrefix: "c") == ["AAA1"])
+        }
+    }
+
     @Test("the cursor moves to the end of the run claimed from the start of the free codes, no further")
     func cursorIsTheClaimedRun() {
         let free = ["A", "B", "C", "D"]

@@ -69,23 +69,21 @@ extension CampaignRepository {
                 guard kind == CampaignKind.appleOneTime.rawValue else {
                     throw StoreError.conflict("campaign '\(campaignId)' is not an appleOneTime campaign")
                 }
-                // A new code that does not sort after the claim cursor clears it (migration 0015).
+                // A new code that does not sort after the campaign's claim cursor clears it (migration 0015's
+                // trigger, which keeps the cursor true for every writer).
                 let inserted =
                     try await tx.query(
                         """
-                        WITH inserted AS (
-                            INSERT INTO apple_codes (tenant_id, code, campaign_id)
-                            SELECT \(tenant), x, \(campaignId) FROM unnest(\(codes)::text[]) AS x
-                            ON CONFLICT DO NOTHING
-                            RETURNING code)
-                        UPDATE campaigns
-                        SET codes_generated = codes_generated + (SELECT count(*) FROM inserted),
-                            claim_cursor = CASE WHEN (SELECT min(code) FROM inserted) <= claim_cursor THEN NULL
-                                                ELSE claim_cursor END
-                        WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
-                        RETURNING (SELECT count(*) FROM inserted)
+                        INSERT INTO apple_codes (tenant_id, code, campaign_id)
+                        SELECT \(tenant), x, \(campaignId) FROM unnest(\(codes)::text[]) AS x
+                        ON CONFLICT DO NOTHING
                         """
-                    ).scalar(Int64.self).map(Int.init) ?? 0
+                    ).affectedRows ?? 0
+                try await tx.query(
+                    """
+                    UPDATE campaigns SET codes_generated = codes_generated + \(Int64(inserted))
+                    WHERE tenant_id = \(tenant) AND campaign_id = \(campaignId)
+                    """)
                 try await Audit.record(
                     tx, tenant: tenant, actor: "admin", action: "campaign.importCodes",
                     detail: ["campaignId": campaignId, "imported": String(inserted)])
