@@ -151,13 +151,18 @@ struct ClaimCursorTests {
         }
     }
 
-    @Test("the cursor moves to the end of the run claimed from the start of the free codes, no further")
-    func cursorIsTheClaimedRun() {
+    @Test("a batch's span: its first and last code in the free codes' order, and the cursor at the end of the run")
+    func claimedSpan() {
         let free = ["A", "B", "C", "D"]
-        #expect(CampaignRepository.claimCursor(free: free, claimed: ["A", "B", "C", "D"]) == "D")
-        #expect(CampaignRepository.claimCursor(free: free, claimed: ["B", "A"]) == "B")
-        #expect(CampaignRepository.claimCursor(free: free, claimed: ["A", "C"]) == "A")
-        #expect(CampaignRepository.claimCursor(free: free, claimed: ["B"]) == nil)
-        #expect(CampaignRepository.claimCursor(free: free, claimed: []) == nil)
+        func span(_ claimed: [String]) -> ClaimedSpan? { ClaimedSpan(free: free, claimed: claimed) }
+        #expect(span(["A", "B", "C", "D"]) == ClaimedSpan(first: "A", last: "D", cursor: "D"))
+        #expect(span(["B", "A"]) == ClaimedSpan(first: "A", last: "B", cursor: "B"))
+        // Not a run from the start (decide never does this): the cursor stops where the run does.
+        #expect(span(["A", "C"]) == ClaimedSpan(first: "A", last: "C", cursor: "A"))
+        #expect(span(["C", "B"]) == ClaimedSpan(first: "B", last: "C", cursor: nil))
+        // Positions, not string order: the database's collation decides the order `free` comes in.
+        #expect(ClaimedSpan(free: ["b", "A"], claimed: ["A", "b"]) == ClaimedSpan(first: "b", last: "A", cursor: "A"))
+        #expect(span([]) == nil)
+        #expect(span(["A", "E"]) == nil)
     }
 }
