@@ -166,6 +166,51 @@ struct DecisionMemoTests {
         }
     }
 
+    /// Customers with the same eligibility get equal answers, held once (`DecisionMemo.shared`); customers whose
+    /// answers differ in anything, the copy's locale included, keep their own. Every answer must match the oracle's,
+    /// first and remembered, so sharing can never hand one customer another's decision.
+    @Test("equal answers are held once and shared, different ones are not")
+    func equalAnswersAreShared() async throws {
+        try await Self.withOracle { app, reference, admin in
+            // c1-c3: monthly since Aug 1, auto-renew off, expiring Nov 25 (at risk: a promotional offer); c4 the
+            // same but with auto-renew on (active: nothing to offer); c5 nothing recorded (introductory).
+            for (customer, autoRenew) in [("c1", false), ("c2", false), ("c3", false), ("c4", true)] {
+                _ = try await app.call(
+                    method: "subscriptions.record",
+                    params: [
+                        "customerId": .string(customer), "productId": "monthly",
+                        "transactionId": .string("t-\(customer)"),
+                        "purchaseDate": "2026-08-01T12:00:00Z", "expiresDate": "2026-11-25T12:00:00Z",
+                        "autoRenew": .bool(autoRenew),
+                    ])
+            }
+            let seen = try await eventually(timeout: .seconds(30)) {
+                try await reference.call(method: "customers.get", params: ["customerId": "c4"])["groups"]?[0]?[
+                    "state"] != "never"
+            }
+            #expect(seen)
+            let questions: [JSONObject] =
+                ["c1", "c2", "c3", "c4", "c5"].map { ["customerId": .string($0), "productId": "monthly"] } + [
+                    ["customerId": "c1", "productId": "monthly", "locale": "de_DE"]
+                ]
+            var answers: [JSONValue] = []
+            for params in questions {
+                let first = try await app.call(method: "offers.best", params: .object(params))
+                let again = try await app.call(method: "offers.best", params: .object(params))
+                let expected = try await reference.call(method: "offers.best", params: .object(params))
+                #expect(first == expected, "\(params)")
+                #expect(again == expected, "\(params), remembered")
+                answers.append(first)
+            }
+            // Not vacuous: three profiles and two locales give four different answers.
+            #expect(answers[0] == answers[1] && answers[1] == answers[2])
+            #expect(Set(answers).count == 4, "\(answers)")
+            let stats = try await admin.call(method: "system.stats", params: [:])
+            #expect(stats["rememberedDecisions"]?.int64Value == 6)
+            #expect(stats["distinctDecisions"]?.int64Value == 4)
+        }
+    }
+
     @Test("a remembered answer is given at once, counted and rate-limited like any other")
     func rememberedAnswersComeAtOnce() async throws {
         // One token per 1,000 s after a burst of 3: nothing refills while the test runs, however slow the machine.

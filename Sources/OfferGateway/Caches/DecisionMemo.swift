@@ -1,5 +1,6 @@
 import Foundation
 import OfferDomain
+import Synchronization
 
 /// `offers.best` answers, remembered until their inputs change or time alone could change them.
 ///
@@ -49,15 +50,66 @@ final class DecisionMemo: Sendable {
     }
 
     private let answers: KeyedCache<Key, Answer>
+    /// Distinct answers, by content: see ``shared(_:)``. Emptied when it reaches `sharedCapacity`.
+    private let distinct = Mutex<[SharedKey: BestOfferAnswer]>([:])
+    private let sharedCapacity: Int
 
     var lookupCount: CacheLookupCount { answers.lookupCount("decisions") }
     /// Whether anything is remembered (capacity > 0); histories derived for decisions are remembered with them.
     let isEnabled: Bool
 
     /// - Parameter capacity: answers kept at most; 0 remembers nothing.
-    init(capacity: Int) {
+    /// - Parameter sharedCapacity: distinct answers kept for sharing (``shared(_:)``) before the table starts over.
+    init(capacity: Int, sharedCapacity: Int = 1024) {
         self.answers = KeyedCache(capacity: max(capacity, 1))
         self.isEnabled = capacity > 0
+        self.sharedCapacity = max(sharedCapacity, 1)
+    }
+
+    /// An answer equal to `answer` decided before (same result and copy, whichever customer, catalog or tenant it
+    /// was for), or `answer` itself, kept for the next. Most customers asking about a product share a handful of
+    /// eligibility profiles, so thousands of remembered questions come down to tens of distinct answers: sharing
+    /// them keeps one object and one encoding each (a first answer equal to one sent before costs no encoding),
+    /// and a remembered answer's bytes are then read from memory other requests just read, not from a cold copy
+    /// of their own (docs/perf/README.md, session 30). An answer is an immutable value, so which of two equal
+    /// ones is sent cannot be told. The table holds at most `sharedCapacity` answers, and starts over when full
+    /// (answers already shared stay shared through the memo's entries).
+    func shared(_ answer: BestOfferAnswer) -> BestOfferAnswer {
+        guard isEnabled else { return answer }
+        let key = SharedKey(answer: answer)
+        return distinct.withLock { table in
+            if let known = table[key] { return known }
+            if table.count >= sharedCapacity { table.removeAll(keepingCapacity: true) }
+            table[key] = answer
+            return answer
+        }
+    }
+
+    /// Distinct answers kept for sharing now.
+    var sharedCount: Int { distinct.withLock { $0.count } }
+
+    /// An answer compared by content: its result and copy. The hash reads only what tells answers apart cheaply
+    /// (the copy, and each considered offer's id, rank and number of reasons); equality compares everything.
+    struct SharedKey: Hashable, Sendable {
+        let answer: BestOfferAnswer
+
+        static func == (lhs: SharedKey, rhs: SharedKey) -> Bool {
+            lhs.answer === rhs.answer
+                || (lhs.answer.displayText == rhs.answer.displayText && lhs.answer.result == rhs.answer.result)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(answer.displayText)
+            // Read in place: a copy of each considered offer would retain a dozen strings.
+            answer.result.considered.withUnsafeBufferPointer { considered in
+                hasher.combine(considered.count)
+                for index in considered.indices {
+                    hasher.combine(considered[index].offer.id)
+                    hasher.combine(considered[index].rank)
+                    hasher.combine(considered[index].verdict.reasons.count)
+                }
+            }
+        }
     }
 
     /// The remembered answer for `key` at `at`, if the snapshots it was made over are still the caches' current

@@ -23,6 +23,7 @@ enum SystemMethods {
             ]
             stats["cachedCatalogs"] = .int(system.cachedCatalogs)
             stats["rememberedDecisions"] = .int(system.rememberedDecisions)
+            stats["distinctDecisions"] = .int(system.distinctDecisions)
             let reads = system.customerReads
             stats["customerReads"] = ["roundTrips": .int(reads.roundTrips), "customers": .int(reads.keys)]
             return .object(stats)

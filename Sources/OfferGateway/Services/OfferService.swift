@@ -258,11 +258,12 @@ struct OfferService: Sendable {
             try BestOffer.choose(
                 scope: scope, ranked: catalogSnapshot.ranked, history: history, at: query.at, billingPlan: plan)
         }
-        let answer = BestOfferAnswer(
-            result,
-            displayText: result.winner.map {
-                caches.displayTexts.text(offer: $0.offer, product: $0.product, locale: query.locale)
-            })
+        let answer = caches.decisions.shared(
+            BestOfferAnswer(
+                result,
+                displayText: result.winner.map {
+                    caches.displayTexts.text(offer: $0.offer, product: $0.product, locale: query.locale)
+                }))
         caches.decisions.remember(
             query.memoKey, answer, catalog: catalogSnapshot, transactions: transactions, madeAt: query.at,
             until: derived.until)

@@ -25,6 +25,8 @@ struct SystemService: Sendable {
 
     var cachedCatalogs: Int { caches.catalogs.count }
     var rememberedDecisions: Int { caches.decisions.count }
+    /// Distinct answers among the latest decisions, each held once and shared by every question it answers.
+    var distinctDecisions: Int { caches.decisions.sharedCount }
     /// Batched reads of customers' records so far, and the customers they read.
     var customerReads: (roundTrips: Int, keys: Int) { caches.customers.reads }
 }
