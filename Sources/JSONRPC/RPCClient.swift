@@ -29,7 +29,10 @@ public struct RPCClientConfiguration: Sendable {
 /// no notification handler is set) are queued for `nextRawLine`.
 public final class RPCClient: Sendable {
     /// A call waiting for its response; `deadline` (``EventLoop/now()`` seconds) is when it times out, if ever.
-    struct Pending {
+    /// A reference: the table of calls moves a pointer in and out, where a value (its `Waiter` a multi-payload enum
+    /// of closures and a continuation) was copied and destroyed through generic witnesses at every step, a fifth
+    /// of a load generator's CPU per call (docs/perf/offer-load.md, session 30).
+    final class Pending: Sendable {
         /// Who waits: a suspended task, or a callback run on the loop thread (``send(method:params:timeout:_:)``).
         enum Waiter {
             case task(CheckedContinuation<JSONValue, any Error>)
@@ -37,8 +40,13 @@ public final class RPCClient: Sendable {
             /// Takes the result's bytes unparsed (``sendForRawResult(method:params:timeout:_:)``).
             case rawCallback(@Sendable (Result<RPCRawResult, any Error>) -> Void)
         }
-        var waiter: Waiter
-        var deadline: Double?
+        let waiter: Waiter
+        let deadline: Double?
+
+        init(waiter: Waiter, deadline: Double?) {
+            self.waiter = waiter
+            self.deadline = deadline
+        }
 
         var wantsRawResult: Bool {
             if case .rawCallback = waiter { return true }
