@@ -1,10 +1,11 @@
 import Foundation
 import JSONRPC
-import OfferGateway
 import OfferTestSupport
 import Synchronization
 import Testing
 
+@testable import OfferDomain
+@testable import OfferGateway
 @testable import OfferStore
 
 /// `offers.best` answers are remembered (DecisionMemo). These tests hold a gateway that remembers next to one that
@@ -209,6 +210,32 @@ struct DecisionMemoTests {
             #expect(stats["rememberedDecisions"]?.int64Value == 6)
             #expect(stats["distinctDecisions"]?.int64Value == 4)
         }
+    }
+
+    /// The table of distinct answers is bounded: full, it starts over, and what it held is no longer shared (the
+    /// memo's entries keep the answers they hold). A memo that remembers nothing shares nothing either.
+    @Test("the table of distinct answers starts over when full; a memo that remembers nothing shares nothing")
+    func distinctAnswersAreBounded() {
+        func answer(_ copy: String) -> BestOfferAnswer {
+            BestOfferAnswer(BestOfferResult(winner: nil, considered: []), displayText: copy)
+        }
+        let memo = DecisionMemo(capacity: 10, sharedCapacity: 2)
+        let a = memo.shared(answer("a"))
+        #expect(memo.shared(answer("a")) === a)
+        let b = memo.shared(answer("b"))
+        #expect(b !== a)
+        #expect(memo.sharedCount == 2)
+        let c = memo.shared(answer("c"))  // the third distinct answer: the table starts over with it
+        #expect(memo.sharedCount == 1)
+        #expect(memo.shared(answer("c")) === c)
+        let again = answer("a")
+        #expect(memo.shared(again) === again)
+        #expect(memo.sharedCount == 2)
+
+        let off = DecisionMemo(capacity: 0)
+        let first = off.shared(answer("a"))
+        #expect(off.shared(answer("a")) !== first)
+        #expect(off.sharedCount == 0)
     }
 
     @Test("a remembered answer is given at once, counted and rate-limited like any other")
