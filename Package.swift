@@ -57,7 +57,7 @@ let package = Package(
         ),
         .target(
             name: "OfferLoadKit",
-            dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient", "ByteCoding", "Threads"]),
+            dependencies: ["JSONRPC", "OfferStore", "OfferCrypto", "Metrics", "HTTPClient", "ByteCoding"]),
 
         // MARK: Executables (wiring only)
         .executableTarget(

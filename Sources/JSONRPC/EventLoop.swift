@@ -90,6 +90,18 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// A timer on the loop thread (``addTimer(after:_:)``): its timerfd and what runs when it expires.
+    final class Timer {
+        let id: UInt64
+        let fd: Int32
+        let fire: () -> UInt64?
+        init(id: UInt64, fd: Int32, fire: @escaping () -> UInt64?) {
+            self.id = id
+            self.fd = fd
+            self.fire = fire
+        }
+    }
+
     let epfd: Int32
     let wakeRead: Int32
     let wakeWrite: Int32
@@ -102,6 +114,7 @@ final class EventLoop: @unchecked Sendable {
     // Loop-thread state.
     var channels: [UInt64: Channel] = [:]
     var listeners: [UInt64: Listener] = [:]
+    var timers: [UInt64: Timer] = [:]
     var pausedListeners: [UInt64] = []
     var nextID: UInt64 = 1
     var running = true
@@ -198,6 +211,8 @@ final class EventLoop: @unchecked Sendable {
                     acceptAll(listener)
                 } else if let channel = channels[id] {
                     handle(channel, flags: flags, isWriteFD: data & 1 == 1)
+                } else if let timer = timers[id] {
+                    fire(timer)
                 }
             }
             runInbox()
@@ -224,6 +239,7 @@ final class EventLoop: @unchecked Sendable {
         for item in leftover { item() }
         for channel in Array(channels.values) { closeChannel(channel, reason: .loopStopped) }
         for listener in Array(listeners.values) { removeListener(listener.id) }
+        for timer in Array(timers.values) { removeTimer(timer) }
         close(epfd)
         close(wakeRead)
         close(wakeWrite)
@@ -288,6 +304,34 @@ final class EventLoop: @unchecked Sendable {
             }
             listener.accept(fd)
         }
+    }
+
+    /// Runs `fire` on the loop thread `nanoseconds` from now, then again each time after the delay it returns, until
+    /// it returns nil (loop thread; a timerfd, so the wait is the kernel's and not the loop's 250 ms tick). False
+    /// when no timer descriptor could be made (errno set). A timer still armed when the loop stops never fires again.
+    func addTimer(after nanoseconds: UInt64, _ fire: @escaping () -> UInt64?) -> Bool {
+        let fd = TimerFD.create()
+        guard fd >= 0 else { return false }
+        let timer = Timer(id: allocateID(), fd: fd, fire: fire)
+        timers[timer.id] = timer
+        ctl(Epoll.ctlAdd, fd, events: Epoll.readable, data: timer.id << 1)
+        TimerFD.arm(fd, after: nanoseconds)
+        return true
+    }
+
+    func fire(_ timer: Timer) {
+        TimerFD.clear(timer.fd)
+        if let next = timer.fire() {
+            TimerFD.arm(timer.fd, after: next)
+        } else {
+            removeTimer(timer)
+        }
+    }
+
+    func removeTimer(_ timer: Timer) {
+        guard timers.removeValue(forKey: timer.id) != nil else { return }
+        ctl(Epoll.ctlDel, timer.fd, events: 0, data: 0)
+        close(timer.fd)
     }
 
     /// Registers a new channel (loop thread). For a socket pass the same fd twice.

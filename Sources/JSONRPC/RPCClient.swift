@@ -258,6 +258,21 @@ public final class RPCClient: Sendable {
         }
     }
 
+    /// Runs `tick` on this client's event-loop thread (where its answers are handled) `nanoseconds` from now, then
+    /// again each time after the delay it returns, until it returns nil. A timer of the loop itself (timerfd): calls
+    /// sent from `tick` leave in the same turn of the loop, with no other thread, lock hand-over or wake-up per call.
+    /// For a load generator's open loop. Throws `.system` when no timer could be made or the loop has stopped.
+    public func onLoop(after nanoseconds: UInt64, _ tick: @escaping @Sendable () -> UInt64?) async throws(JSONRPCError)
+    {
+        let loop = self.loop
+        let added: Bool = await withCheckedContinuation { continuation in
+            if !loop.execute({ continuation.resume(returning: loop.addTimer(after: nanoseconds, tick)) }) {
+                continuation.resume(returning: false)
+            }
+        }
+        guard added else { throw JSONRPCError(.system, "the client loop could not start a timer") }
+    }
+
     /// The loop clock's reading (``EventLoop/now()`` seconds) `timeout` from now: a call's deadline.
     static func deadline(after timeout: Duration) -> Double {
         EventLoop.now() + timeout / .seconds(1)

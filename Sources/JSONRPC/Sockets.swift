@@ -232,3 +232,25 @@ enum Epoll {
         return epoll_ctl(epfd, op, fd, &event)
     }
 }
+
+/// A one-shot monotonic timer descriptor (`timerfd`) that epoll reports readable when it expires.
+enum TimerFD {
+    /// A new non-blocking, close-on-exec timer on `CLOCK_MONOTONIC`, or -1 (errno set).
+    static func create() -> Int32 {
+        timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+    }
+
+    /// Arms `fd` to expire once, `nanoseconds` from now (at least 1: a zero would disarm it).
+    static func arm(_ fd: Int32, after nanoseconds: UInt64) {
+        let delay = max(nanoseconds, 1)
+        var spec = itimerspec()
+        spec.it_value = timespec(tv_sec: Int(delay / 1_000_000_000), tv_nsec: Int(delay % 1_000_000_000))
+        _ = timerfd_settime(fd, 0, &spec, nil)
+    }
+
+    /// Consumes the expiration count, so that epoll stops reporting the descriptor until it expires again.
+    static func clear(_ fd: Int32) {
+        var expirations: UInt64 = 0
+        _ = read(fd, &expirations, MemoryLayout<UInt64>.size)
+    }
+}

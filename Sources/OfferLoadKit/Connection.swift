@@ -71,6 +71,15 @@ public protocol CallbackLoadConnection: LoadConnection {
     func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void)
 }
 
+/// A callback connection whose answers are handled on an event-loop thread that can also run a timer: the open loop
+/// then sends from that thread, paced by the timer, instead of from a thread of its own (``LoadRunner``).
+/// `RPCLoadConnection`'s are all on the one JSON-RPC client loop of the process.
+public protocol PacedLoadConnection: CallbackLoadConnection {
+    /// Runs `tick` on the thread that handles this connection's answers `nanoseconds` from now, then again each time
+    /// after the delay it returns, until it returns nil. Throws when no such timer can run.
+    func pace(after nanoseconds: UInt64, _ tick: @escaping @Sendable () -> UInt64?) async throws
+}
+
 /// Opens connections to gateway addresses (`unix:/path` or `tcp:host:port`), authenticated as the scenario needs.
 public protocol LoadConnector: Sendable {
     func connect(address: String) async throws -> any LoadConnection

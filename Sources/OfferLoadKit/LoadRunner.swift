@@ -2,7 +2,6 @@ import Foundation
 import JSONRPC
 import Metrics
 import Synchronization
-import Threads
 
 /// A redemption the gateway acknowledged during the run (warm-up included: the database records those too).
 public struct AcknowledgedRedemption: Sendable, Equatable, Codable {
@@ -212,8 +211,7 @@ public struct LoadRunner: Sendable {
     static let retryPause: UInt64 = 20_000_000
 
     /// The open loop's shortest sleep (200 µs). Requests falling due meanwhile leave together on waking, so the
-    /// sender and the connections' event loop wake at most ~5,000 times a second instead of once or twice per
-    /// request, which at 48,000 requests a second cost the harness more CPU than the gateway (docs/perf/offer-load.md).
+    /// sender wakes at most ~5,000 times a second instead of once per request, which at 48,000 requests a second cost the harness more CPU than the gateway (docs/perf/offer-load.md).
     /// Latency is still measured from each request's intended time, so the wait counts against the gateway.
     static let openLoopQuantum: UInt64 = 200_000
 
@@ -225,13 +223,15 @@ public struct LoadRunner: Sendable {
         let schedule = OpenLoopSchedule(start: start, rate: rate, measureStart: measureStart, stop: plan.stop)
         let slots = connections.map { _ in Slots(maxInFlight) }
         let clock = self.clock
-        // Callback connections take each request without a task of its own (the answer is recorded on the
-        // connection's thread): at tens of thousands of requests a second, a task per request made the harness's
-        // own scheduling lag part of the latencies it reports. With the real clock (what runs against a gateway)
-        // they are sent from a thread of their own; a simulated clock (tests) drives a task per request below.
-        let callbacks = connections.compactMap { $0 as? any CallbackLoadConnection }
-        if callbacks.count == connections.count, clock is SystemLoadClock {
-            await Self.sendOnThread(schedule, maxInFlight: maxInFlight, callbacks, recorders, clock, request)
+        // Connections that can pace take each request without a task of its own, sent by a timer on the thread that
+        // handles their answers (`sendOnLoop`): at tens of thousands of requests a second, a task per request made the
+        // harness's own scheduling lag part of the latencies it reports, and a sender thread of its own cost the
+        // harness more CPU per request than the gateway spent. A simulated clock (tests) and other connections
+        // (HTTP) drive a task per request below.
+        let paced = connections.compactMap { $0 as? any PacedLoadConnection }
+        if paced.count == connections.count, clock is SystemLoadClock,
+            await Self.sendOnLoop(schedule, maxInFlight: maxInFlight, paced, recorders, clock, request)
+        {
             return
         }
         await withDiscardingTaskGroup { group in
@@ -258,75 +258,105 @@ public struct LoadRunner: Sendable {
 }
 
 extension LoadRunner {
-    /// The open loop's sender on a thread of its own, sleeping with `clock_nanosleep` (the real clock and callback
-    /// connections: what `offer-load --rate` runs against a gateway). `Task.sleep` overshot a 200 µs sleep by p99
-    /// 470-920 µs on this kind of VM (docs/perf/README.md, session 12), against ~240 µs for `clock_nanosleep` on a
-    /// plain thread; latency counts from each request's intended time, so the sender's lateness was reported as
-    /// the gateway's. The same schedule, quantum, in-flight cap and recording as the task-driven loop.
-    fileprivate static func sendOnThread(
-        _ schedule: OpenLoopSchedule, maxInFlight: Int, _ callbacks: [any CallbackLoadConnection],
+    /// The open loop sent from the connections' event-loop thread, paced by a timer there (``PacedOpenLoop``): what
+    /// `offer-load --rate` runs against a gateway over JSON-RPC. The same schedule, quantum, in-flight cap and
+    /// recording as the task-driven loop. False, with nothing sent, when the timer could not be started (the caller
+    /// then runs the task-driven loop).
+    fileprivate static func sendOnLoop(
+        _ schedule: OpenLoopSchedule, maxInFlight: Int, _ connections: [any PacedLoadConnection],
         _ recorders: [Recorder], _ clock: any LoadClock, _ request: @escaping @Sendable (Int) -> LoadRequest
-    ) async {
-        let slots = callbacks.map { _ in BlockingSlots(maxInFlight) }
+    ) async -> Bool {
         let outstanding = LiveCount()
-        let cancelled = Atomic<Bool>(false)
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
-                startThread(named: "load-sender") {
-                    var index = 0
-                    while !cancelled.load(ordering: .relaxed), let intended = schedule.intendedTime(of: index) {
-                        let now = clock.now()
-                        if now < intended { sleepPrecisely(max(intended, now + openLoopQuantum) - now) }
-                        let k = index % callbacks.count
-                        let (recorder, slot, i) = (recorders[k], slots[k], index)
-                        slot.acquire()
-                        outstanding.increment()
-                        callbacks[k].start(request(i)) { outcome in
-                            recorder.record(index: i, startedAt: intended, completedAt: clock.now(), outcome)
-                            slot.release()
-                            outstanding.decrement()
-                        }
-                        index += 1
-                    }
-                    sent.resume()
-                }
-            }
-        } onCancel: {
-            cancelled.store(true, ordering: .relaxed)
+        let sender = PacedOpenLoop(
+            schedule: schedule, maxInFlight: maxInFlight, connections: connections, recorders: recorders, clock: clock,
+            request: request, outstanding: outstanding)
+        // The sender counts as outstanding until its last request is sent.
+        outstanding.increment()
+        do {
+            try await connections[0].pace(after: 0, sender.tick)
+        } catch {
+            return false
         }
-        await outstanding.waitForZero()
-    }
-
-    /// Sleeps `nanoseconds` on the calling thread (`clock_nanosleep` on the monotonic clock, resumed after a signal).
-    private static func sleepPrecisely(_ nanoseconds: UInt64) {
-        var request = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-        var remaining = timespec()
-        while clock_nanosleep(CLOCK_MONOTONIC, 0, &request, &remaining) == EINTR { request = remaining }
+        await withTaskCancellationHandler {
+            await outstanding.waitForZero()
+        } onCancel: {
+            sender.cancel()
+        }
+        return true
     }
 }
 
-/// A counting semaphore that blocks its thread: the in-flight cap of one connection for the open loop's sender
-/// thread (`Slots` is its async twin, for the task-driven loop).
+/// The open loop's sender as a timer's tick on the thread that handles the connections' answers
+/// (``PacedLoadConnection``): each tick sends every request whose intended time has come and returns the wait until
+/// the next one, at least ``LoadRunner/openLoopQuantum``. No thread of its own, so no hand-over, lock or wake-up
+/// between threads per request, and what a request allocates is freed on the thread that made it. It replaced a sender
+/// thread sleeping with `clock_nanosleep` (itself a cure for `Task.sleep`'s overshoot), which cost offer-load 4.9-6.4
+/// µs per request against ~2.3 in the closed loop (docs/perf/offer-load.md, session 31). A connection at its in-flight
+/// cap holds the sending up, as the blocked sender thread did, until a tick finds a slot free (the request's wait
+/// still counts from its intended time).
 ///
-/// `@unchecked Sendable`: `free` is read and written only with `condition` locked.
-final class BlockingSlots: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var free: Int
-
-    init(_ count: Int) { free = count }
-
-    func acquire() {
-        condition.lock()
-        while free == 0 { condition.wait() }
-        free -= 1
-        condition.unlock()
+/// Ticks run one at a time on one thread; `next` is atomic only so that the type is `Sendable` without a promise.
+final class PacedOpenLoop: Sendable {
+    /// One connection's requests out, against the cap (answers may come on any thread).
+    final class InFlight: Sendable {
+        let count = Atomic<Int>(0)
     }
 
-    func release() {
-        condition.lock()
-        free += 1
-        condition.signal()
-        condition.unlock()
+    let schedule: OpenLoopSchedule
+    let maxInFlight: Int
+    let connections: [any PacedLoadConnection]
+    let recorders: [Recorder]
+    let inFlight: [InFlight]
+    let clock: any LoadClock
+    let request: @Sendable (Int) -> LoadRequest
+    let outstanding: LiveCount
+    let next = Atomic<Int>(0)
+    let cancelled = Atomic<Bool>(false)
+    let finished = Atomic<Bool>(false)
+
+    init(
+        schedule: OpenLoopSchedule, maxInFlight: Int, connections: [any PacedLoadConnection], recorders: [Recorder],
+        clock: any LoadClock, request: @escaping @Sendable (Int) -> LoadRequest, outstanding: LiveCount
+    ) {
+        self.schedule = schedule
+        self.maxInFlight = maxInFlight
+        self.connections = connections
+        self.recorders = recorders
+        self.inFlight = connections.map { _ in InFlight() }
+        self.clock = clock
+        self.request = request
+        self.outstanding = outstanding
+    }
+
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
+
+    /// Sends what is due; returns the nanoseconds until the next tick, or nil once every request is sent (or the run
+    /// was cancelled).
+    func tick() -> UInt64? {
+        var index = next.load(ordering: .relaxed)
+        defer { next.store(index, ordering: .relaxed) }
+        var now = clock.now()
+        while !cancelled.load(ordering: .relaxed), let intended = schedule.intendedTime(of: index) {
+            if intended > now {
+                now = clock.now()
+                if intended > now { return max(intended - now, LoadRunner.openLoopQuantum) }
+            }
+            let k = index % connections.count
+            let slot = inFlight[k]
+            guard slot.count.load(ordering: .relaxed) < maxInFlight else { return LoadRunner.openLoopQuantum }
+            slot.count.add(1, ordering: .relaxed)
+            outstanding.increment()
+            let (recorder, clock, outstanding, i) = (recorders[k], clock, outstanding, index)
+            connections[k].start(request(i)) { outcome in
+                recorder.record(index: i, startedAt: intended, completedAt: clock.now(), outcome)
+                slot.count.subtract(1, ordering: .relaxed)
+                outstanding.decrement()
+            }
+            index += 1
+        }
+        // The sender's own count (taken before the first tick), given back once.
+        if !finished.exchange(true, ordering: .relaxed) { outstanding.decrement() }
+        return nil
     }
 }
 

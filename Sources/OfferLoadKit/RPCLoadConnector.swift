@@ -40,8 +40,9 @@ public struct RPCLoadConnector: LoadConnector {
 }
 
 /// One authenticated client connection; calls pipeline on it. Under a closed loop the runner uses
-/// ``start(_:_:)``: the answer is handled on the client's event loop thread, which sends the next request.
-struct RPCLoadConnection: CallbackLoadConnection {
+/// ``start(_:_:)``: the answer is handled on the client's event loop thread, which sends the next request. Under an
+/// open loop that thread's timer paces the sends (``pace(after:_:)``).
+struct RPCLoadConnection: PacedLoadConnection {
     let client: RPCClient
     let timeout: Duration?
 
@@ -79,6 +80,10 @@ struct RPCLoadConnection: CallbackLoadConnection {
             case .failure(let error): done(Self.outcome(failure: error))
             }
         }
+    }
+
+    func pace(after nanoseconds: UInt64, _ tick: @escaping @Sendable () -> UInt64?) async throws {
+        try await client.onLoop(after: nanoseconds, tick)
     }
 
     /// The methods whose outcome reads its result (``outcome(method:result:)``).

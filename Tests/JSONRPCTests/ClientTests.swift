@@ -1,5 +1,6 @@
 import Foundation
 import OfferTestSupport
+import Synchronization
 import Testing
 
 @testable import JSONRPC
@@ -53,6 +54,49 @@ import Testing
         try stdin.fileHandleForWriting.close()
         #expect(await exitStatus(of: process) == 0)
         #expect(try await client.nextRawLine(timeout: .seconds(30)) == nil)
+    }
+
+    @Test func pacedTicksRunOnTheClientLoopUntilTheyStop() async throws {
+        try await withServer(.unix) { _, address in
+            let client = try await RPCClient.connect(to: address)
+            defer { client.close() }
+            // Each tick sends one call and asks for the next tick 2 ms later; the sixth returns nil.
+            let seen = Mutex<(ticks: [UInt], answers: [UInt], values: [JSONValue])>(([], [], []))
+            let answered = LiveCount()
+            for _ in 0..<5 { answered.increment() }
+            try await client.onLoop(after: 1_000_000) {
+                let n = seen.withLock { s -> Int in
+                    s.ticks.append(UInt(pthread_self()))
+                    return s.ticks.count - 1
+                }
+                guard n < 5 else { return nil }
+                client.send(method: "echo", params: [.int(n)]) { result in
+                    seen.withLock { s in
+                        s.answers.append(UInt(pthread_self()))
+                        s.values.append((try? result.get()) ?? .null)
+                    }
+                    answered.decrement()
+                }
+                return 2_000_000
+            }
+            #expect(await answered.waitForZero(until: .now.advanced(by: .seconds(30))))
+            #expect(await eventually { seen.withLock { $0.ticks.count } == 6 })
+            // The timer stopped at nil: no more ticks, and the loop let it go (its descriptor closed with it).
+            #expect(await Self.timersOnLoop(client) == 0)
+            try await Task.sleep(for: .milliseconds(20))
+            let final = seen.withLock { $0 }
+            #expect(final.ticks.count == 6)
+            #expect(final.values == [[0], [1], [2], [3], [4]])
+            // Ticks and answers share one thread: the client loop's, where the calls' lines are written.
+            #expect(Set(final.ticks + final.answers).count == 1)
+        }
+    }
+
+    /// How many timers the client's loop holds (read on the loop thread).
+    static func timersOnLoop(_ client: RPCClient) async -> Int {
+        await withCheckedContinuation { continuation in
+            client.loop.execute { continuation.resume(returning: client.loop.timers.count) }
+        }
     }
 
     @Test func connectFailuresAreSystemErrors() async {

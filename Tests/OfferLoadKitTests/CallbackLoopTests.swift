@@ -10,8 +10,8 @@ import Testing
 
 /// A connection answering through callbacks from its own thread, as `RPCLoadConnection` does from the client event
 /// loop: the closed loop must keep `depth` calls in flight, count every answer, and retire a slot on a lost
-/// connection.
-final class ThreadedCallbackConnection: CallbackLoadConnection {
+/// connection. It paces the open loop on that same thread (a queue's timer), as the client loop's timerfd does.
+final class ThreadedCallbackConnection: PacedLoadConnection {
     private let queue = DispatchQueue(label: "fake-callback-connection")
     private let state = Mutex<(calls: Int, inFlight: Int, maxInFlight: Int)>((0, 0, 0))
     let respond: @Sendable (Int) -> CallOutcome
@@ -20,6 +20,21 @@ final class ThreadedCallbackConnection: CallbackLoadConnection {
 
     var calls: Int { state.withLock { $0.calls } }
     var maxInFlight: Int { state.withLock { $0.maxInFlight } }
+    /// How many times an open loop was paced on this connection, and its ticks.
+    let pacings = Atomic<Int>(0)
+    let ticks = Atomic<Int>(0)
+
+    func pace(after nanoseconds: UInt64, _ tick: @escaping @Sendable () -> UInt64?) async throws {
+        pacings.add(1, ordering: .relaxed)
+        arm(after: nanoseconds, tick)
+    }
+
+    private func arm(after nanoseconds: UInt64, _ tick: @escaping @Sendable () -> UInt64?) {
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
+            ticks.add(1, ordering: .relaxed)
+            if let next = tick() { arm(after: next, tick) }
+        }
+    }
 
     func call(_ request: LoadRequest) async -> CallOutcome {
         Issue.record("the load loops should use start(_:_:) on a callback connection")
@@ -97,6 +112,10 @@ final class CallbackConnector: LoadConnector {
         #expect(result.errors == ["-32029": 20])
         #expect(result.measuredSuccesses == 380)
         #expect(connections.allSatisfy { $0.maxInFlight <= 3 })
+        // Sent by one paced sender on the first connection's thread, a tick for many requests; no request early.
+        #expect(connections.map { $0.pacings.load(ordering: .relaxed) } == [1, 0])
+        #expect(connections[0].ticks.load(ordering: .relaxed) > 1)
+        #expect(result.measuredNanoseconds >= 399 * 1_000_000_000 / 2_000)
     }
 
     @Test func aLostConnectionRetiresItsSlotsAndErrorsAreCountedByCode() async throws {

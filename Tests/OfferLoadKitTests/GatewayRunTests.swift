@@ -124,6 +124,32 @@ import Testing
         }
     }
 
+    @Test func anOpenLoopOverRealSocketsKeepsToItsSchedule() async throws {
+        try await SpawnedGateway.with { gateway, _ in
+            // 1,500 pings at 5,000/s over 3 connections, paced on the client loop's timer: every one answered and
+            // counted, none sent before its time (the last is intended 0.2998 s after the first), the cap held.
+            let plan = LoadPlan(
+                model: .open(connections: 3, rate: 5_000, maxInFlight: 4), stop: .requests(1_500),
+                targets: [gateway.address])
+            let ping = try Scenario(kind: .ping).requests(ScenarioFixture(runTag: "t"))
+            let result = try await LoadRunner(connector: RPCLoadConnector(apiKey: nil)).run(plan, request: ping)
+            #expect(result.measuredRequests == 1_500)
+            #expect(result.measuredSuccesses == 1_500)
+            #expect(result.latency.count == 1_500)
+            #expect(result.errors.isEmpty)
+            #expect(result.measuredNanoseconds >= 1_499 * 1_000_000_000 / 5_000)
+            // Error answers are counted by code in the open loop too (offers.best without a key).
+            let fixture = ScenarioFixture(runTag: "t", customers: ["c1"], products: ["p0"])
+            let best = try Scenario(kind: .best).requests(fixture)
+            let small = LoadPlan(
+                model: .open(connections: 2, rate: 2_000, maxInFlight: 8), stop: .requests(200),
+                targets: [gateway.address])
+            let denied = try await LoadRunner(connector: RPCLoadConnector(apiKey: nil)).run(small, request: best)
+            #expect(denied.measuredSuccesses == 0)
+            #expect(denied.errors == ["-32001": 200])
+        }
+    }
+
     @Test func aWrongKeyFailsToConnect() async throws {
         try await SpawnedGateway.with { gateway, _ in
             await #expect(throws: OfferLoadError.self) {
