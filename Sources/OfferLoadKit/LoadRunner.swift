@@ -222,7 +222,6 @@ public struct LoadRunner: Sendable {
         _ request: @escaping @Sendable (Int) -> LoadRequest
     ) async {
         let schedule = OpenLoopSchedule(start: start, rate: rate, measureStart: measureStart, stop: plan.stop)
-        let slots = connections.map { _ in Slots(maxInFlight) }
         let clock = self.clock
         // Connections that can pace take each request without a task of its own, sent by a timer on the thread that
         // handles their answers (`sendOnLoop`): at tens of thousands of requests a second, a task per request made the
@@ -235,6 +234,7 @@ public struct LoadRunner: Sendable {
         {
             return
         }
+        let slots = connections.map { _ in Slots(maxInFlight) }
         await withDiscardingTaskGroup { group in
             var index = 0
             while let intended = schedule.intendedTime(of: index) {
@@ -314,7 +314,6 @@ final class PacedOpenLoop: Sendable {
     let outstanding: LiveCount
     let next = Atomic<Int>(0)
     let cancelled = Atomic<Bool>(false)
-    let finished = Atomic<Bool>(false)
 
     init(
         schedule: OpenLoopSchedule, maxInFlight: Int, connections: [any PacedLoadConnection], recorders: [Recorder],
@@ -356,8 +355,8 @@ final class PacedOpenLoop: Sendable {
             }
             index += 1
         }
-        // The sender's own count (taken before the first tick), given back once.
-        if !finished.exchange(true, ordering: .relaxed) { outstanding.decrement() }
+        // The sender's own count, taken before the first tick: a tick returns nil once, and is not run again.
+        outstanding.decrement()
         return nil
     }
 }
