@@ -48,9 +48,13 @@ public struct Saving: Sendable, Hashable, Comparable, CustomStringConvertible {
         lhs.numerator * rhs.denominator < rhs.numerator * lhs.denominator
     }
 
-    /// Exact equality by cross-multiplication.
+    /// Exact equality by cross-multiplication; a saving compared with a copy of itself (the same offer of the same
+    /// catalog in two decisions) is equal without it: Foundation's `Decimal` products allocate.
     public static func == (lhs: Saving, rhs: Saving) -> Bool {
-        lhs.numerator * rhs.denominator == rhs.numerator * lhs.denominator
+        if lhs.numerator.isIdentical(to: rhs.numerator) && lhs.denominator.isIdentical(to: rhs.denominator) {
+            return true
+        }
+        return lhs.numerator * rhs.denominator == rhs.numerator * lhs.denominator
     }
 
     /// Consistent with `==`: hashes the reduced amount.
@@ -75,11 +79,28 @@ public struct ConsideredOffer: Sendable, Hashable {
 
 /// The outcome of a best-offer decision (`offers.best`).
 public struct BestOfferResult: Sendable, Hashable {
-    /// The winner, if any offer is eligible (`considered.first` when its rank is 1).
-    public var winner: ConsideredOffer?
     /// Every non-code offer in scope: eligible offers by rank, then ineligible ones by type priority
     /// (win-back, promotional, introductory) and offer id.
     public var considered: [ConsideredOffer]
+
+    /// The winner, if any offer is eligible: `considered.first` when its rank is 1.
+    public var winner: ConsideredOffer? {
+        guard let first = considered.first, first.rank == 1 else { return nil }
+        return first
+    }
+
+    /// Element by element, where they lie: `Array`'s `==` copies each element out to compare it, which retains and
+    /// releases a dozen strings (the gateway compares every new result with the equal one it keeps,
+    /// docs/perf/README.md session 32).
+    public static func == (lhs: BestOfferResult, rhs: BestOfferResult) -> Bool {
+        lhs.considered.withUnsafeBufferPointer { left in
+            rhs.considered.withUnsafeBufferPointer { right in
+                guard left.count == right.count else { return false }
+                for index in left.indices where !(left[index] == right[index]) { return false }
+                return true
+            }
+        }
+    }
 }
 
 /// Chooses the best offer for a customer (APPLE_OFFERS §4).
@@ -202,7 +223,7 @@ public enum BestOffer {
             rank += 1
             candidates[index].rank = rank
         }
-        return BestOfferResult(winner: candidates.first.flatMap { $0.rank == 1 ? $0 : nil }, considered: candidates)
+        return BestOfferResult(considered: candidates)
     }
 
     /// Apple's order between two eligible win-back offers of a group whose renewal info lists them (its first

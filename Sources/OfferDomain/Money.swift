@@ -50,6 +50,14 @@ public struct Money: Sendable, Hashable, Codable, Comparable, CustomStringConver
     /// `19.99 USD`.
     public var description: String { "\(decimalString) \(currency)" }
 
+    /// Equal amounts, currencies and strings (what the synthesized `==` compared), with the amounts first compared
+    /// by representation: two prices copied from one catalog are the same bits, and Foundation's `Decimal ==`
+    /// normalises both operands first (~100 ns, and more in the savings' cross products).
+    public static func == (lhs: Money, rhs: Money) -> Bool {
+        (lhs.amount.isIdentical(to: rhs.amount) || lhs.amount == rhs.amount) && lhs.currency == rhs.currency
+            && lhs.decimalString == rhs.decimalString
+    }
+
     /// Orders by amount; amounts of different currencies are not comparable and order by currency code first.
     public static func < (lhs: Money, rhs: Money) -> Bool {
         if lhs.currency != rhs.currency { return lhs.currency < rhs.currency }
@@ -104,5 +112,16 @@ public struct Money: Sendable, Hashable, Codable, Comparable, CustomStringConver
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(decimalString, forKey: .price)
         try container.encode(currency, forKey: .currency)
+    }
+}
+
+extension Decimal {
+    /// The same representation (exponent, length, sign and mantissa, bit for bit), which implies `==` for any number
+    /// (not NaN). Foundation compacts the numbers it makes, but a value may still come in another representation
+    /// (`10 × 10⁻¹` for 1): a fast path before `==`, never instead of it.
+    @inlinable public func isIdentical(to other: Decimal) -> Bool {
+        var lhs = self
+        var rhs = other
+        return memcmp(&lhs, &rhs, MemoryLayout<Decimal>.size) == 0 && !isNaN
     }
 }

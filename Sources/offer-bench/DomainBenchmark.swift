@@ -1,10 +1,11 @@
 import Foundation
 import OfferDomain
 
-/// `offer-bench best [--seconds S] [--plain | --rank]`: the pure rules of one `offers.best` call (history derivation,
-/// eligibility, ranking over a 20-product × 10-offer group, display copy) in a loop, to see the domain's share of
-/// B4. By default on a `RankedCatalog` built once, as the gateway does; `--plain` ranks on the bare catalog;
-/// `--rank` builds the `RankedCatalog` itself in the loop instead (what every catalog load costs).
+/// `offer-bench best [--seconds S] [--plain | --rank | --compare]`: the pure rules of one `offers.best` call (history
+/// derivation, eligibility, ranking over a 20-product × 10-offer group, display copy) in a loop, to see the domain's
+/// share of B4. By default on a `RankedCatalog` built once, as the gateway does; `--plain` ranks on the bare catalog;
+/// `--rank` builds the `RankedCatalog` itself in the loop instead (what every catalog load costs); `--compare`
+/// compares two equal results decided apart (what the gateway's table of shared answers pays for a match).
 enum DomainBenchmark {
     static func main(_ arguments: [String]) -> Int32 {
         var seconds = 3.0
@@ -16,6 +17,7 @@ enum DomainBenchmark {
         do {
             let (catalog, histories) = try fixture()
             if arguments.contains("--rank") { return rankings(of: catalog, seconds: seconds) }
+            if arguments.contains("--compare") { return try comparisons(catalog, histories, seconds: seconds) }
             let ranked = arguments.contains("--plain") ? nil : RankedCatalog(catalog)
             let at = Date(timeIntervalSince1970: 1_795_089_600)
             let locale = Locale(identifier: "en_US")
@@ -59,6 +61,31 @@ enum DomainBenchmark {
             "catalog rankings/s: \(Int(Double(count) / elapsed)) (\(Int(elapsed / Double(count) * 1e6)) µs each, \(offers / max(count, 1)) offers)"
         )
         return 0
+    }
+
+    /// `==` between the results of two customers with the same history, decided apart, for `seconds`.
+    static func comparisons(_ catalog: Catalog, _ histories: [[Transaction]], seconds: Double) throws -> Int32 {
+        let ranked = RankedCatalog(catalog)
+        let at = Date(timeIntervalSince1970: 1_795_089_600)
+        let pairs = try histories.map { transactions in
+            try (0..<2).map { _ in
+                try BestOffer.choose(
+                    scope: .product("p0"), ranked: ranked,
+                    history: CustomerHistory.derive(transactions: transactions, catalog: catalog, at: at), at: at)
+            }
+        }
+        var count = 0
+        var equal = 0
+        let elapsed = repeated(for: seconds) {
+            for pair in pairs {
+                if pair[0] == pair[1] { equal += 1 }
+                count += 1
+            }
+        }
+        print(
+            "result comparisons/s: \(Int(Double(count) / elapsed)) (\(Int(elapsed / Double(count) * 1e9)) ns each, \(equal) equal of \(count))"
+        )
+        return equal == count ? 0 : 1
     }
 
     /// Runs `body` again and again for `seconds`; the seconds it took.

@@ -62,6 +62,7 @@ struct BestOfferTests {
                 "b", .promotional, product: "yearly", mode: .payUpFront, period: "P1Y",
                 price: "18.99"), product: yearly)
         #expect(a == b)
+        #expect(a == a, "a saving and its copy")
         #expect(!(a < b) && !(b < a))
         #expect(a.hashValue == b.hashValue)
         let c = Saving(
@@ -155,6 +156,52 @@ struct BestOfferTests {
         #expect(result.winner == nil)
         #expect(result.considered.map(\.offer.id) == ["wb", "a-promo", "z-promo", "intro-monthly"])
         #expect(result.considered.allSatisfy { $0.rank == nil })
+    }
+
+    @Test("results compare offer by offer: equal for two customers alike, not for a reason, a rank or an offer more")
+    func resultEquality() throws {
+        let catalog = F.catalog([
+            F.introMonthly,
+            Self.offer("promo", .promotional, mode: .payUpFront, period: "P1M", price: "1.00"),
+            Self.offer("wb", .winBack, mode: .payUpFront, period: "P1M", price: "1.00"),
+        ])
+        let ranked = RankedCatalog(catalog)
+        let at = day("2026-03-01")
+        func decide(_ transactions: [Transaction], on catalog: Catalog? = nil) throws -> BestOfferResult {
+            let catalog = catalog ?? ranked.catalog
+            let history = F.history(transactions, at: "2026-03-01", catalog: catalog)
+            return try BestOffer.choose(
+                scope: .product("monthly"), ranked: RankedCatalog(catalog), history: history, at: at)
+        }
+        let newcomer = try decide([])
+        let lapsed = try decide(Self.lapsed)
+        let active = try decide([F.tx("t", from: "2026-02-01", to: "2026-04-01")])
+        #expect(newcomer.winner?.offer.id == "intro-monthly")
+        #expect(try decide([]) == newcomer, "decided apart, equal")
+        #expect(try decide(Self.lapsed) == lapsed)
+        #expect(newcomer != lapsed)
+        #expect(lapsed != active)
+        #expect(active.winner == nil)
+
+        // One reason more on one offer, one rank changed, one offer less: each tells them apart.
+        var reason = newcomer
+        reason.considered[1].verdict.reasons.append(.offerEnded)
+        #expect(reason != newcomer)
+        var rank = newcomer
+        rank.considered[0].rank = 2
+        #expect(rank != newcomer)
+        #expect(rank.winner == nil, "the winner is the first offer when it ranks first")
+        var fewer = newcomer
+        fewer.considered.removeLast()
+        #expect(fewer != newcomer)
+        // The same decision over a catalog whose promotional offer costs more: its saving and price differ.
+        let dearer = F.catalog([
+            F.introMonthly,
+            Self.offer("promo", .promotional, mode: .payUpFront, period: "P1M", price: "2.00"),
+            Self.offer("wb", .winBack, mode: .payUpFront, period: "P1M", price: "1.00"),
+        ])
+        #expect(try decide([], on: dearer) != newcomer)
+        #expect(try decide([], on: dearer).considered.map(\.offer.id) == newcomer.considered.map(\.offer.id))
     }
 
     @Test("one offer id on two products: both compete in the group, the product id breaks the tie")

@@ -69,6 +69,24 @@ struct MoneyTests {
         }
     }
 
+    @Test("equality is by value, the same bits compared first")
+    func equality() {
+        let one = Decimal(1)
+        #expect(one.isIdentical(to: one))
+        #expect(Decimal(string: "1.50")!.isIdentical(to: Decimal(3) / Decimal(2)), "Foundation compacts what it makes")
+        #expect(!one.isIdentical(to: Decimal(2)))
+        #expect(!one.isIdentical(to: -one))
+        #expect(!Decimal.nan.isIdentical(to: Decimal.nan), "NaN is not equal to itself")
+
+        let price = usd("19.99")
+        let copy = price
+        #expect(price == copy)
+        #expect(usd("19.90") == usd("19.9"))
+        #expect(usd("19.90").hashValue == usd("19.9").hashValue)
+        #expect(usd("19.99") != usd("19.98"))
+        #expect(usd("19.99") != money("19.99", "EUR"))
+    }
+
     @Test("ordering and description")
     func ordering() {
         #expect(usd("1.99") < usd("2"))

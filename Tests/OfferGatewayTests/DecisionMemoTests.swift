@@ -217,7 +217,7 @@ struct DecisionMemoTests {
     @Test("the table of distinct answers starts over when full; a memo that remembers nothing shares nothing")
     func distinctAnswersAreBounded() {
         func answer(_ copy: String) -> BestOfferAnswer {
-            BestOfferAnswer(BestOfferResult(winner: nil, considered: []), displayText: copy)
+            BestOfferAnswer(BestOfferResult(considered: []), displayText: copy)
         }
         let memo = DecisionMemo(capacity: 10, sharedCapacity: 2)
         let a = memo.shared(answer("a"))
