@@ -1,7 +1,7 @@
 // offer-bench: micro-benchmarks of single layers, driven by ops/bench scripts. Not shipped.
 //
 //   offer-bench sign [--seconds S] [--threads N] [--format v1|jws]
-//   offer-bench best [--seconds S] [--plain | --rank]
+//   offer-bench best [--seconds S] [--plain | --rank | --compare]
 //
 // Usage errors exit 64; stdout carries one machine-readable result line per run.
 import Foundation
