@@ -68,6 +68,40 @@ extension JSONParser {
 }
 
 extension JSONParser {
+    /// The document when it is one object: the members named in `names` parsed, the others stepped over (checked as
+    /// a parse checks them, not built; a repeated key among the named ones throws as a parse does). nil when the
+    /// document is not an object.
+    mutating func parseObjectKeeping(_ names: Set<String>) throws(JSONRPCError) -> JSONObject? {
+        skipWhitespace()
+        guard index < buffer.count, buffer[index] == UInt8(ascii: "{") else { return nil }
+        try enter()
+        index += 1
+        var kept: [JSONObject.Member] = []
+        skipWhitespace()
+        if index < buffer.count, buffer[index] == UInt8(ascii: "}") {
+            index += 1
+        } else {
+            repeat {
+                try expectKey()
+                let keyOffset = index
+                let key = try parseString()
+                try expectColon()
+                if names.contains(key) {
+                    for member in kept where member.key == key { throw fail("duplicate key", at: keyOffset) }
+                    kept.append(JSONObject.Member(key: key, value: try parseValue()))
+                } else {
+                    try skipValue()
+                }
+            } while try continuesAfterElement(close: UInt8(ascii: "}"))
+        }
+        depth -= 1
+        skipWhitespace()
+        guard index == buffer.count else { throw fail("trailing characters after the JSON value") }
+        return JSONObject(uncheckedMembers: kept)
+    }
+}
+
+extension JSONParser {
     /// Steps over whole 8-byte words of string content that need no look: printable ASCII other than `"` and `\`.
     /// A word with any other byte is left to the byte-by-byte loop (the tests below never miss one; they may flag
     /// a plain word as special, which only costs that word the slow loop).

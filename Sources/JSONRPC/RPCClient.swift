@@ -589,4 +589,21 @@ public struct RPCRawResult: Sendable {
     public func value(maxDepth: Int = JSONParsing.defaultMaxDepth) throws(JSONRPCError) -> JSONValue {
         try JSONParsing.parse(frame[range], maxDepth: maxDepth)
     }
+
+    /// The result with only the members named in `names` parsed, when it is an object (the others are stepped over
+    /// and checked, not built); otherwise the whole result, parsed. For a caller that reads a few fields of a large
+    /// result: a load generator reading an `offers.sign` answer's JWS builds one string, not the whole object.
+    public func value(keeping names: Set<String>, maxDepth: Int = JSONParsing.defaultMaxDepth)
+        throws(JSONRPCError) -> JSONValue
+    {
+        let depth = min(max(maxDepth, 1), JSONParsing.maxDepthCap)
+        let kept = frame.withUnsafeBufferPointer { buffer in
+            Result { () throws(JSONRPCError) -> JSONObject? in
+                var parser = JSONParser(buffer: UnsafeBufferPointer(rebasing: buffer[range]), maxDepth: depth)
+                return try parser.parseObjectKeeping(names)
+            }
+        }
+        if let object = try kept.get() { return .object(object) }
+        return try value(maxDepth: maxDepth)
+    }
 }

@@ -65,18 +65,14 @@ struct RPCLoadConnection: PacedLoadConnection {
         let method = request.method
         // No params member for none (system.ping): the line a minimal client sends, `{"jsonrpc","method","id"}`.
         let params = request.wireParams
-        // Most answers are only counted: their results are not parsed (an offers.best answer costs offer-load more
-        // to parse than the gateway spends making it). The outcomes that carry a field parse theirs.
-        let readsResult = Self.methodsWithResultFields.contains(method)
         client.sendForRawResult(method: method, params: params, timeout: timeout) { result in
             switch result {
-            case .success(let raw) where readsResult:
+            case .success(let raw):
                 do {
-                    done(Self.outcome(method: method, result: try raw.value()))
+                    done(try Self.outcome(method: method, raw: raw))
                 } catch {
                     done(.transportError("unparsable result: \(error)"))
                 }
-            case .success: done(.success)
             case .failure(let error): done(Self.outcome(failure: error))
             }
         }
@@ -86,8 +82,19 @@ struct RPCLoadConnection: PacedLoadConnection {
         try await client.onLoop(after: nanoseconds, tick)
     }
 
-    /// The methods whose outcome reads its result (``outcome(method:result:)``).
-    static let methodsWithResultFields: Set<String> = ["offers.sign", "codes.redeem"]
+    /// The methods whose outcome reads its result, and the members it reads (``outcome(method:result:)``): only
+    /// those are built.
+    static let resultFields: [String: Set<String>] = [
+        "offers.sign": ["nonce", "compactJWS"], "codes.redeem": ["redemptionId", "campaignId", "replayed"],
+    ]
+
+    /// The outcome of an answer from its result as it arrived. Most answers are only counted, their results not
+    /// parsed (an `offers.best` answer costs offer-load more to parse than the gateway spends making it); the
+    /// outcomes that carry a field build only the members they read (``resultFields``).
+    static func outcome(method: String, raw: RPCRawResult) throws(JSONRPCError) -> CallOutcome {
+        guard let fields = resultFields[method] else { return .success }
+        return outcome(method: method, result: try raw.value(keeping: fields))
+    }
 
     func close() async { client.close() }
 

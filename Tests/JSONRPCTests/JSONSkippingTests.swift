@@ -175,6 +175,37 @@ import Testing
         }
     }
 
+    /// A result object with only some members built: those members exactly as a full parse gives them, the others
+    /// absent but still checked; anything but an object is parsed whole.
+    @Test func resultsWithOnlySomeMembersBuilt() throws {
+        func raw(_ text: String) -> RPCRawResult { RPCRawResult(frame: Array(text.utf8)) }
+        let jws = String(repeating: "eyJhbGciOiJFUzI1NiJ9", count: 30)
+        let text = #"{"format":"jws","compactJWS":"\#(jws)","offerId":"o\u00e9","extra":[1,{"deep":[null,true]}]}"#
+        let full = try raw(text).value()
+        let kept = try raw(text).value(keeping: ["compactJWS", "offerId", "absent"])
+        #expect(kept == ["compactJWS": full["compactJWS"]!, "offerId": "oé"])
+        #expect(kept["format"] == nil && kept["extra"] == nil)
+        #expect(try raw(" { } ").value(keeping: ["a"]) == .object([:]))
+        // Not an object: the whole result.
+        #expect(try raw(#"["a",1]"#).value(keeping: ["a"]) == ["a", 1])
+        #expect(try raw(#""text""#).value(keeping: ["a"]) == "text")
+        // What a parse rejects is rejected, in a skipped member too: syntax, escapes, trailing bytes, literals,
+        // control characters, a built member repeated.
+        for invalid in [
+            #"{"a":1,"b":[1,}"#, #"{"a":1,"b":"\x"}"#, #"{"a":1} x"#, #"{"a":1,"a":2}"#, #"{"b":tru}"#,
+            #"{"a":1,"b":"\#u{01}"}"#,
+        ] {
+            #expect(throws: JSONRPCError.self, "\(invalid)") { try raw(invalid).value(keeping: ["a"]) }
+        }
+        let deep = "{\"a\":1,\"b\":" + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}"
+        #expect(throws: JSONRPCError.self) { try raw(deep).value(keeping: ["a"]) }
+        var invalidUTF8 = Array(#"{"a":1,"b":"x"#.utf8)
+        invalidUTF8 += [0xFF] + Array(#""}"#.utf8)
+        #expect(throws: JSONRPCError.self) { try RPCRawResult(frame: invalidUTF8).value(keeping: ["a"]) }
+        // A repeated key among the skipped members is left to a parse, as skipping leaves it.
+        #expect(try raw(#"{"a":1,"b":2,"b":3}"#).value(keeping: ["a"]) == ["a": 1])
+    }
+
     @Test func rawResultsOverARealConnection() async throws {
         try await withServer(.unix) { _, address in
             let client = try await RPCClient.connect(to: address)

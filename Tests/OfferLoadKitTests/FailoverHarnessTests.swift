@@ -1,8 +1,8 @@
 import Foundation
-import JSONRPC
 import Synchronization
 import Testing
 
+@testable import JSONRPC
 @testable import OfferLoadKit
 
 /// What `ops/bench/b10-failover` relies on in the harness: retrying -32050 unchanged, replaying acknowledged
@@ -94,6 +94,11 @@ import Testing
             .replacingOccurrences(of: "=", with: "")
         let jws: JSONValue = ["format": "jws", "compactJWS": .string("eyJhbGciOiJFUzI1NiJ9.\(payload).c2ln")]
         #expect(RPCLoadConnection.outcome(method: "offers.sign", result: jws) == .signed(nonce: nonce))
+        // As answers arrive: the raw result, with only the members the outcome reads built.
+        for (result, expected) in [(v1, CallOutcome.signed(nonce: nonce)), (jws, .signed(nonce: nonce))] {
+            let raw = RPCRawResult(frame: JSONSerializer.serialize(result))
+            #expect(try RPCLoadConnection.outcome(method: "offers.sign", raw: raw) == expected)
+        }
         let broken: JSONValue = ["format": "jws", "compactJWS": "not-a-jws"]
         #expect(RPCLoadConnection.outcome(method: "offers.sign", result: broken) == .success)
     }

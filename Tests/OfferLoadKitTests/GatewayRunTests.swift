@@ -1,7 +1,7 @@
 import Foundation
-import JSONRPC
 import Testing
 
+@testable import JSONRPC
 @testable import OfferLoadKit
 
 /// The adapter, the setup and short runs against a real gateway (the built `offergate`, spawned on a temporary
@@ -161,7 +161,7 @@ import Testing
         }
     }
 
-    @Test func redeemResultsBecomeRedemptions() {
+    @Test func redeemResultsBecomeRedemptions() throws {
         let result: JSONValue = [
             "redemptionId": "0F8E2C1A-0000-4000-8000-000000000001", "campaignId": "spring", "offerId": "p0-o1",
             "productId": "p0", "replayed": true,
@@ -171,6 +171,14 @@ import Testing
                 == .redeemed(
                     redemptionId: "0f8e2c1a-0000-4000-8000-000000000001", campaignId: "spring", replayed: true))
         #expect(RPCLoadConnection.outcome(method: "offers.best", result: result) == .success)
+        // As answers arrive: the raw result, only the members read built; a best answer is not parsed at all.
+        let raw = RPCRawResult(frame: JSONSerializer.serialize(result))
+        #expect(
+            try RPCLoadConnection.outcome(method: "codes.redeem", raw: raw)
+                == .redeemed(
+                    redemptionId: "0f8e2c1a-0000-4000-8000-000000000001", campaignId: "spring", replayed: true))
+        #expect(
+            try RPCLoadConnection.outcome(method: "offers.best", raw: RPCRawResult(frame: Array("{".utf8))) == .success)
         #expect(RPCLoadConnection.outcome(method: "codes.redeem", result: ["replayed": false]) == .success)
     }
 

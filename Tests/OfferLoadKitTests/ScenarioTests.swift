@@ -34,6 +34,21 @@ func decode<T: Decodable>(_ type: T.Type, _ params: JSONObject) throws -> T {
         #expect(Scenario.period(.redeemOneTime, fixture) == nil)
     }
 
+    /// `sign` repeats every customer × promotional offer and, independently, every format: the table is as long as
+    /// both cycles together (3 × 1 customers and offers, 2 formats: 6, not 3).
+    @Test func signRequestsComeFromATableOfBothCycles() throws {
+        var fixture = ScenarioFixture(runTag: "t", customers: ["c1", "c2", "c3"], products: ["p0"])
+        fixture.promotionalOffers = [OfferRef(productId: "p0", offerId: "o1")]
+        fixture.signFormats = ["v1", "jws"]
+        #expect(Scenario.period(.sign, fixture) == 6)
+        let sign = try Scenario(kind: .sign).requests(fixture)
+        for index in 0..<25 {
+            #expect(sign(index) == Scenario.request(.sign, index: index, fixture: fixture))
+        }
+        #expect(sign(3).params["format"] == "jws" && sign(3).params["customerId"] == "c1")
+        #expect(Scenario.lcm(4, 6) == 12 && Scenario.lcm(5, 1) == 5 && Scenario.lcm(0, 3) == 3)
+    }
+
     @Test func mixParsesWeightsAndBuildsAnExactCycle() throws {
         let mix = try MixSpec.parse("best=70, sign=20 ,redeem-hot=10")
         #expect(mix.weights.map(\.kind) == [.best, .sign, .redeemHot])
