@@ -235,8 +235,9 @@ public struct Scenario: Sendable, Equatable {
     /// Checks `fixture` holds what the requests refer to and returns the request generator.
     ///
     /// A single-kind scenario whose requests repeat with a short period (`best` asks about every customer and
-    /// product in turn, `sign` every customer and promotional offer) gets them made once, into a table: the harness then spends no CPU per request on building
-    /// and encoding what it sent before (issue 15: its CPU must stay well below the gateway's).
+    /// product in turn, `sign` every customer and promotional offer) gets them made once, into a table: the harness
+    /// then spends no CPU per request on building and encoding what it sent before (issue 15: its CPU must stay well
+    /// below the gateway's).
     public func requests(_ fixture: ScenarioFixture) throws(OfferLoadError) -> @Sendable (Int) -> LoadRequest {
         for kind in kinds { try Self.check(kind, fixture) }
         let single = kind
@@ -252,7 +253,7 @@ public struct Scenario: Sendable, Equatable {
     }
 
     /// Requests kept in a table at most (a few hundred bytes each with their encoding: B5's 1,000 customers × 120
-    /// promotional offers take ~60 MB).
+    /// promotional offers raised offer-load's peak RSS from 37 to 76 MB).
     static let tabledRequestsLimit = 250_000
 
     /// After how many indices `request(kind, index:, fixture:)` repeats itself; nil when it never does (codes

@@ -82,9 +82,8 @@ enum DomainBenchmark {
                 count += 1
             }
         }
-        print(
-            "result comparisons/s: \(Int(Double(count) / elapsed)) (\(Int(elapsed / Double(count) * 1e9)) ns each, \(equal) equal of \(count))"
-        )
+        let each = Int(elapsed / Double(count) * 1e9)
+        print("result comparisons/s: \(Int(Double(count) / elapsed)) (\(each) ns each, \(equal) equal of \(count))")
         return equal == count ? 0 : 1
     }
 
