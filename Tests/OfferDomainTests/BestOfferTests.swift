@@ -160,12 +160,15 @@ struct BestOfferTests {
 
     @Test("results compare offer by offer: equal for two customers alike, not for a reason, a rank or an offer more")
     func resultEquality() throws {
-        let catalog = F.catalog([
-            F.introMonthly,
-            Self.offer("promo", .promotional, mode: .payUpFront, period: "P1M", price: "1.00"),
-            Self.offer("wb", .winBack, mode: .payUpFront, period: "P1M", price: "1.00"),
-        ])
-        let ranked = RankedCatalog(catalog)
+        // An introductory, a promotional and a win-back offer; the promotional one at `promo`.
+        func catalog(promo: String) -> Catalog {
+            F.catalog(
+                [F.introMonthly]
+                    + [("promo", OfferType.promotional, promo), ("wb", .winBack, "1.00")].map {
+                        Self.offer($0.0, $0.1, mode: .payUpFront, period: "P1M", price: $0.2)
+                    })
+        }
+        let ranked = RankedCatalog(catalog(promo: "1.00"))
         let at = day("2026-03-01")
         func decide(_ transactions: [Transaction], on catalog: Catalog? = nil) throws -> BestOfferResult {
             let catalog = catalog ?? ranked.catalog
@@ -195,11 +198,7 @@ struct BestOfferTests {
         fewer.considered.removeLast()
         #expect(fewer != newcomer)
         // The same decision over a catalog whose promotional offer costs more: its saving and price differ.
-        let dearer = F.catalog([
-            F.introMonthly,
-            Self.offer("promo", .promotional, mode: .payUpFront, period: "P1M", price: "2.00"),
-            Self.offer("wb", .winBack, mode: .payUpFront, period: "P1M", price: "1.00"),
-        ])
+        let dearer = catalog(promo: "2.00")
         #expect(try decide([], on: dearer) != newcomer)
         #expect(try decide([], on: dearer).considered.map(\.offer.id) == newcomer.considered.map(\.offer.id))
     }
