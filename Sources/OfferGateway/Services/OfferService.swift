@@ -276,8 +276,8 @@ struct OfferService: Sendable {
     }
 
     private func counted(_ answer: BestOfferAnswer, tenant: UUID, at: Date) -> BestOfferAnswer {
-        if let winner = answer.result.winner {
-            offered.count(tenant: tenant, offerId: winner.offer.id, at: at)
+        if let offerId = answer.winnerOfferId {
+            offered.count(tenant: tenant, offerId: offerId, at: at)
         }
         return answer
     }
@@ -602,12 +602,16 @@ final class BestOfferAnswer: Sendable {
     let result: BestOfferResult
     /// The winner's display copy (nil without a winner).
     let displayText: String?
+    /// The winner's offer id, counted in the funnel on every answer: read here, not by copying the winner out of
+    /// the result each time (a dozen retains).
+    let winnerOfferId: String?
     /// The encoded form, once made. In the answer's own object: a remembered answer reads it on every request.
     private let encoded = Mutex<JSONValue?>(nil)
 
     init(_ result: BestOfferResult, displayText: String?) {
         self.result = result
         self.displayText = displayText
+        self.winnerOfferId = result.winner?.offer.id
     }
 
     /// The encoded form: made by `make` on first use, the same value after.
