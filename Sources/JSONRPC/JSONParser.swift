@@ -14,12 +14,15 @@ public enum JSONParsing {
     /// The largest accepted `maxDepth` (keeps recursion bounded on small thread stacks).
     public static let maxDepthCap = 1_024
 
+    /// `maxDepth` as every parser runs it: at least 1, at most ``maxDepthCap``.
+    static func depthLimit(_ maxDepth: Int) -> Int { min(max(maxDepth, 1), maxDepthCap) }
+
     /// Parses one JSON value from `bytes` (whitespace around it allowed, nothing else).
     /// - Throws: `JSONRPCError` with code `.invalidJSON` or `.nestingTooDeep` and the byte offset.
     public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = defaultMaxDepth) throws(JSONRPCError)
         -> JSONValue
     {
-        let depth = min(max(maxDepth, 1), maxDepthCap)
+        let depth = depthLimit(maxDepth)
         let result: Result<JSONValue, JSONRPCError>? = bytes.withContiguousStorageIfAvailable { buffer in
             parseBuffer(buffer, maxDepth: depth)
         }

@@ -178,7 +178,7 @@ struct ResponseEnvelope {
     /// `checkingResult` false: see ``JSONParser/scanResponse(checkingResult:)``.
     static func scan(_ frame: [UInt8], maxDepth: Int, checkingResult: Bool = true) -> ResponseEnvelope? {
         frame.withUnsafeBufferPointer { buffer in
-            var parser = JSONParser(buffer: buffer, maxDepth: min(max(maxDepth, 1), JSONParsing.maxDepthCap))
+            var parser = JSONParser(buffer: buffer, maxDepth: JSONParsing.depthLimit(maxDepth))
             return try? parser.scanResponse(checkingResult: checkingResult)
         }
     }

@@ -596,7 +596,7 @@ public struct RPCRawResult: Sendable {
     public func value(keeping names: Set<String>, maxDepth: Int = JSONParsing.defaultMaxDepth)
         throws(JSONRPCError) -> JSONValue
     {
-        let depth = min(max(maxDepth, 1), JSONParsing.maxDepthCap)
+        let depth = JSONParsing.depthLimit(maxDepth)
         let kept = frame.withUnsafeBufferPointer { buffer in
             Result { () throws(JSONRPCError) -> JSONObject? in
                 var parser = JSONParser(buffer: UnsafeBufferPointer(rebasing: buffer[range]), maxDepth: depth)

@@ -119,7 +119,7 @@ extension Decimal {
     /// The same representation (exponent, length, sign and mantissa, bit for bit), which implies `==` for any number
     /// (not NaN). Foundation compacts the numbers it makes, but a value may still come in another representation
     /// (`10 × 10⁻¹` for 1): a fast path before `==`, never instead of it.
-    @inlinable public func isIdentical(to other: Decimal) -> Bool {
+    func isIdentical(to other: Decimal) -> Bool {
         var lhs = self
         var rhs = other
         return memcmp(&lhs, &rhs, MemoryLayout<Decimal>.size) == 0 && !isNaN

@@ -178,8 +178,7 @@ public struct MixSpec: Sendable, Equatable {
 
     init(weights: [(kind: ScenarioKind, weight: Int)]) {
         self.weights = weights
-        func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
-        let divisor = weights.map(\.weight).reduce(0, gcd)
+        let divisor = weights.map(\.weight).reduce(0, Scenario.gcd)
         let reduced = weights.map { (kind: $0.kind, weight: $0.weight / max(1, divisor)) }
         let total = reduced.map(\.weight).reduce(0, +)
         var current = reduced.map { _ in 0 }
@@ -267,11 +266,11 @@ public struct Scenario: Sendable, Equatable {
         }
     }
 
+    static func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+
     static func lcm(_ a: Int, _ b: Int) -> Int {
         guard a > 0, b > 0 else { return max(a, b) }
-        var (x, y) = (a, b)
-        while y != 0 { (x, y) = (y, x % y) }
-        return a / x * b
+        return a / gcd(a, b) * b
     }
 
     static func check(_ kind: ScenarioKind, _ f: ScenarioFixture) throws(OfferLoadError) {
