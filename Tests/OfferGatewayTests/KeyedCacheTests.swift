@@ -205,6 +205,71 @@ import Testing
         #expect(cache.count == 3)
     }
 
+    /// A key dropped and kept again is as new as its last insertion: its first entry in the insertion order is stale
+    /// and evicts nothing (it used to evict the key's new value in place of the oldest).
+    @Test func aKeyKeptAgainIsEvictedByItsNewPlace() async throws {
+        let cache = KeyedCache<Int, Int>(capacity: 3)
+        for key in 1...3 { _ = try await cache.value(for: key) { key * 10 } }
+        cache.invalidate(1)
+        _ = try await cache.value(for: 1) { 11 }
+        _ = try await cache.value(for: 4) { 40 }
+        #expect(cache.count == 3)
+        let counter = Counter()
+        #expect(try await cache.value(for: 1) { counter.next() } == 11)
+        #expect(try await cache.value(for: 3) { counter.next() } == 30)
+        #expect(try await cache.value(for: 4) { counter.next() } == 40)
+        // 2 was the oldest.
+        #expect(try await cache.value(for: 2) { counter.next() } == 1)
+    }
+
+    /// Churn under the capacity (a customer's snapshot invalidated by every change and read again) pops nothing, so
+    /// stale order entries are dropped in passes: bounded by the kept entries plus a chunk, not by the churn.
+    @Test func churnUnderTheCapacityLeavesABoundedOrder() async throws {
+        let cache = KeyedCache<Int, Int>(capacity: 1_000)
+        for key in 0..<100 { cache.put(key, for: key) }
+        for round in 0..<50_000 {
+            cache.invalidate(round % 100)
+            cache.put(round, for: round % 100)
+        }
+        #expect(cache.count == 100)
+        #expect(cache.orderEntries <= 2 * 100 + ChunkedQueue<Int>.chunkSize + 1)
+        // The order is still right: filling up to the capacity and beyond evicts the oldest kept first.
+        for key in 100..<1_000 { cache.put(key, for: key) }
+        cache.put(1_000, for: 1_000)
+        #expect(cache.count == 1_000)
+        #expect(cache.cached(1_000) == 1_000)
+        // Key 0 was last kept in round 49,900, the oldest of the first hundred keys' last insertions.
+        #expect(cache.cached(0) == nil)
+        #expect(cache.cached(1) == 49_901)
+    }
+
+    @Test func aChunkedQueueIsFirstInFirstOutAcrossChunks() {
+        var queue = ChunkedQueue<Int>()
+        var expected: [Int] = []
+        var next = 0
+        // Bursts of appends and pops of every size around a chunk's.
+        for burst in [1, 4_095, 4_096, 4_097, 10_000, 3] {
+            for _ in 0..<burst {
+                queue.append(next)
+                expected.append(next)
+                next += 1
+            }
+            for _ in 0..<(burst / 2 + 1) {
+                #expect(queue.popFirst() == expected.removeFirst())
+            }
+            #expect(queue.count == expected.count)
+        }
+        queue.removeAll { $0 % 3 == 0 }
+        expected.removeAll { $0 % 3 == 0 }
+        #expect(queue.count == expected.count)
+        var drained: [Int] = []
+        while let element = queue.popFirst() { drained.append(element) }
+        #expect(drained == expected)
+        #expect(queue.popFirst() == nil)
+        queue.append(7)
+        #expect(queue.popFirst() == 7)
+    }
+
     /// A value that carries its residency, as the catalog and customer snapshots do.
     final class Value: Sendable {
         let id: Int

@@ -188,3 +188,33 @@ bench_append() {
         cat "$section" >>"$root/ops/bench/RESULTS.md"
     fi
 }
+
+# copy_histories TENANT COPIES: copies every subscription transaction of TENANT COPIES times under new ids (customer
+# C becomes C-x1 … C-xCOPIES), then vacuums and analyses the table: customers the gateway has never seen, each with
+# a history (B4c and ops/perf/cache-growth).
+copy_histories() {
+    psql "$db_url" -qAt -v ON_ERROR_STOP=1 <<SQL >/dev/null
+INSERT INTO subscription_transactions
+    (tenant_id, transaction_id, original_transaction_id, customer_id, product_id, purchase_date, expires_date,
+     offer_type, offer_id, auto_renew, in_billing_retry, grace_period_expires_date, revocation_date)
+SELECT tenant_id, transaction_id || '-x' || k, original_transaction_id || '-x' || k, customer_id || '-x' || k,
+       product_id, purchase_date, expires_date, offer_type, offer_id, auto_renew, in_billing_retry,
+       grace_period_expires_date, revocation_date
+FROM subscription_transactions, generate_series(1, $2) AS k
+WHERE tenant_id = '$1';
+VACUUM ANALYZE subscription_transactions;
+SQL
+}
+
+# fixture_copies FIXTURE FIRST COUNT OUT: the saved FIXTURE asking about copies FIRST..FIRST+COUNT-1 of every seeded
+# customer (see copy_histories), written to OUT (mode 600: it holds the tenant's API key).
+fixture_copies() {
+    python3 - "$1" "$2" "$3" "$4" <<'PY'
+import json, sys
+saved = json.load(open(sys.argv[1])); first, count = int(sys.argv[2]), int(sys.argv[3])
+seeded = saved["fixture"]["customers"]
+saved["fixture"]["customers"] = [f"{c}-x{k}" for k in range(first, first + count) for c in seeded]
+json.dump(saved, open(sys.argv[4], "w"))
+PY
+    chmod 600 "$4"
+}

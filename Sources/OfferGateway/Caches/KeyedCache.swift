@@ -13,7 +13,9 @@ struct CacheLookupCount: Sendable {
 /// everything) happened is returned to the callers that waited for it but not kept, so the next caller loads afresh.
 /// Loads are shared: callers that miss the same key while its load is in flight wait for that one load instead of
 /// starting their own (no herd of identical queries after a restart or an invalidation). With a capacity, the
-/// oldest entries are dropped first once it is reached.
+/// oldest entries are dropped first once it is reached, and the table is sized for it at the start: a dictionary
+/// grows by rehashing every entry under the cache's lock, ~57 ms at 98,304 entries, and every lookup (the event
+/// loop's included) waited that long (docs/perf/README.md, section 2, session 33).
 ///
 /// With `residency`, the cache says of every value when it becomes the one kept for its key and when it stops being
 /// it (replaced, invalidated, dropped for capacity or by `invalidateAll`), under its lock, so a value can carry
@@ -22,17 +24,24 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Receives a lookup's outcome, once, on whichever thread has it.
     typealias Reply = @Sendable (Result<Value, any Error>) -> Void
 
+    /// A kept value and its place in the insertion order.
+    private struct Kept {
+        var value: Value
+        var serial: UInt64
+    }
+
     private struct State {
-        var values: [Key: Value] = [:]
+        var values: [Key: Kept] = [:]
         /// The current load of each key being loaded, by flight id. An invalidation removes it: its result then goes
         /// to the callers already waiting for it (`waiting`), but is not kept, and later callers start a new load.
         var flights: [Key: UInt64] = [:]
         /// The callers of each load in flight, by flight id (kept across an invalidation of its key).
         var waiting: [UInt64: [Reply]] = [:]
         var nextFlight: UInt64 = 0
-        /// Insertion order, for eviction when a capacity is set (may hold keys already gone).
-        var order: [Key] = []
-        var orderStart = 0
+        /// Insertion order, for eviction when a capacity is set: each key with the serial it was kept under. An
+        /// entry whose key was since dropped or kept again (under a new serial) is stale and skipped.
+        var order = ChunkedQueue<(key: Key, serial: UInt64)>()
+        var nextSerial: UInt64 = 0
         /// False between `invalidateAll(keepingNew: false)` and the next `invalidateAll()`: loads are still shared
         /// but nothing is kept (nothing loaded meanwhile is provably current).
         var keeping = true
@@ -55,6 +64,9 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     init(capacity: Int? = nil, residency: (@Sendable (Value, _ kept: Bool) -> Void)? = nil) {
         self.capacity = capacity
         self.residency = residency
+        // Reserved address space: pages are touched as entries land in them, so a cache that stays small stays small
+        // in memory, and a full one takes what it would have grown to anyway.
+        if let capacity { state.withLock { $0.values.reserveCapacity(capacity) } }
     }
 
     /// The cached value, or the result of `load` (shared with concurrent callers of the same key). The load runs on
@@ -82,7 +94,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// without a task of its own.
     func value(for key: Key, start: (_ landed: @escaping Reply) -> Void, reply: @escaping Reply) {
         let lookup: Lookup = state.withLock { s in
-            if let cached = s.values[key] { return .cached(cached) }
+            if let cached = s.values[key] { return .cached(cached.value) }
             if let id = s.flights[key] {
                 s.waiting[id, default: []].append(reply)
                 return .waiting
@@ -117,19 +129,29 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         for reply in replies { reply(result) }
     }
 
+    /// Keeps `value` for `key`. A value replaced under its key keeps the old one's place in the insertion order.
     private func store(_ s: inout State, _ key: Key, _ value: Value) {
-        let replaced = s.values.updateValue(value, forKey: key)
-        left(replaced)
+        let serial: UInt64
+        if let kept = s.values[key] {
+            serial = kept.serial
+        } else {
+            s.nextSerial &+= 1
+            serial = s.nextSerial
+        }
+        let replaced = s.values.updateValue(Kept(value: value, serial: serial), forKey: key)
+        left(replaced?.value)
         residency?(value, true)
         guard replaced == nil, let capacity else { return }
-        s.order.append(key)
-        while s.values.count > capacity, s.orderStart < s.order.count {
-            left(s.values.removeValue(forKey: s.order[s.orderStart]))
-            s.orderStart += 1
+        s.order.append((key, serial))
+        while s.values.count > capacity, let oldest = s.order.popFirst() {
+            if s.values[oldest.key]?.serial == oldest.serial { left(s.values.removeValue(forKey: oldest.key)?.value) }
         }
-        if s.orderStart > 4_096 && s.orderStart * 2 > s.order.count {
-            s.order.removeFirst(s.orderStart)
-            s.orderStart = 0
+        // Stale entries (keys invalidated, or invalidated and kept again) wait for the front to reach them; while the
+        // cache is under its capacity nothing pops, so they are dropped in one pass once they outnumber the kept
+        // ones by more than a chunk (amortised: at least that many insertions between two passes).
+        if s.order.count > 2 * s.values.count + ChunkedQueue<(key: Key, serial: UInt64)>.chunkSize {
+            let values = s.values
+            s.order.removeAll { values[$0.key]?.serial != $0.serial }
         }
     }
 
@@ -140,7 +162,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     func invalidate(_ key: Key) {
         state.withLock { s in
-            left(s.values.removeValue(forKey: key))
+            left(s.values.removeValue(forKey: key)?.value)
             s.flights[key] = nil
         }
     }
@@ -150,22 +172,24 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func invalidateAll(keepingNew: Bool = true) {
         state.withLock { s in
             if residency != nil {
-                for value in s.values.values { left(value) }
+                for kept in s.values.values { left(kept.value) }
             }
-            s.values.removeAll()
+            s.values.removeAll(keepingCapacity: capacity != nil)
             s.flights.removeAll()
-            s.order.removeAll()
-            s.orderStart = 0
+            s.order = ChunkedQueue()
             s.keeping = keepingNew
         }
     }
 
     var count: Int { state.withLock { $0.values.count } }
 
+    /// Entries of the insertion order, stale ones included (for tests: what churn leaves behind).
+    var orderEntries: Int { state.withLock { $0.order.count } }
+
     /// The value cached for `key`, if any (never loads).
     /// Not counted as a hit or miss: callers that use it as a fast path count what it meant (`recordHit`,
     /// `recordMiss`); `value(for:load:)` counts itself.
-    func cached(_ key: Key) -> Value? { state.withLock { $0.values[key] } }
+    func cached(_ key: Key) -> Value? { state.withLock { $0.values[key]?.value } }
 
     func recordHit() { hits.add(1, ordering: .relaxed) }
     func recordMiss() { misses.add(1, ordering: .relaxed) }
@@ -197,4 +221,49 @@ struct Residency: ~Copyable, Sendable {
 
     /// Called by the cache only (see `KeyedCache.init(capacity:residency:)`).
     func set(_ kept: Bool) { resident.store(kept, ordering: .releasing) }
+}
+
+/// A first-in, first-out queue in chunks of `chunkSize` elements: appending and popping are O(1) and never move the
+/// elements already queued (an array popped from the front moved every element left, ~3 ms per 100,000 under the
+/// cache's lock; one grown by doubling copied them all).
+struct ChunkedQueue<Element> {
+    static var chunkSize: Int { 4_096 }
+    /// Full chunks, then the one being filled; the first one's elements before `head` are popped.
+    private var chunks: [[Element]] = []
+    private var head = 0
+    private(set) var count = 0
+
+    mutating func append(_ element: Element) {
+        if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkSize {
+            var chunk: [Element] = []
+            chunk.reserveCapacity(Self.chunkSize)
+            chunks.append(chunk)
+        }
+        chunks[chunks.count - 1].append(element)
+        count += 1
+    }
+
+    mutating func popFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let element = chunks[0][head]
+        head += 1
+        count -= 1
+        if count == 0 {
+            chunks.removeAll()
+            head = 0
+        } else if head == Self.chunkSize {
+            chunks.removeFirst()
+            head = 0
+        }
+        return element
+    }
+
+    /// Removes the elements `shouldBeRemoved` picks, keeping the others' order.
+    mutating func removeAll(where shouldBeRemoved: (Element) -> Bool) {
+        var kept = ChunkedQueue()
+        while let element = popFirst() {
+            if !shouldBeRemoved(element) { kept.append(element) }
+        }
+        self = kept
+    }
 }
