@@ -146,12 +146,18 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         while s.values.count > capacity, let oldest = s.order.popFirst() {
             if s.values[oldest.key]?.serial == oldest.serial { left(s.values.removeValue(forKey: oldest.key)?.value) }
         }
-        // Stale entries (keys invalidated, or invalidated and kept again) wait for the front to reach them; while the
-        // cache is under its capacity nothing pops, so they are dropped in one pass once they outnumber the kept
-        // ones by more than a chunk (amortised: at least that many insertions between two passes).
-        if s.order.count > 2 * s.values.count + ChunkedQueue<(key: Key, serial: UInt64)>.chunkSize {
-            let values = s.values
-            s.order.removeAll { values[$0.key]?.serial != $0.serial }
+        // Stale entries (keys invalidated, or invalidated and kept again) are popped when the front reaches them; while
+        // the cache is under its capacity nothing pops. So, while more than a chunk of entries beyond the kept ones is
+        // queued, each insertion also looks at the three at the front: a stale one is dropped, a kept one goes to the
+        // back. O(1) per insertion and no pass over the queue under the lock (one took ~170 ms at 100,000 keys); the
+        // queue stays within about one and a half times the kept entries plus a chunk, and the order is the insertion
+        // order except for entries moved back while stale ones were being cleared.
+        var looked = 0
+        while looked < 3, s.order.count > s.values.count + ChunkedQueue<(key: Key, serial: UInt64)>.chunkSize,
+            let front = s.order.popFirst()
+        {
+            looked += 1
+            if s.values[front.key]?.serial == front.serial { s.order.append(front) }
         }
     }
 
@@ -256,14 +262,5 @@ struct ChunkedQueue<Element> {
             head = 0
         }
         return element
-    }
-
-    /// Removes the elements `shouldBeRemoved` picks, keeping the others' order.
-    mutating func removeAll(where shouldBeRemoved: (Element) -> Bool) {
-        var kept = ChunkedQueue()
-        while let element = popFirst() {
-            if !shouldBeRemoved(element) { kept.append(element) }
-        }
-        self = kept
     }
 }
