@@ -222,6 +222,19 @@ import Testing
         #expect(try await cache.value(for: 2) { counter.next() } == 1)
     }
 
+    /// A value replaced under its key (`put`) keeps the key's place: it is still the oldest when the capacity is reached.
+    @Test func aReplacedValueKeepsItsKeysPlace() {
+        let cache = KeyedCache<Int, Int>(capacity: 2)
+        cache.put(10, for: 1)
+        cache.put(20, for: 2)
+        cache.put(11, for: 1)
+        cache.put(30, for: 3)
+        #expect(cache.cached(1) == nil)
+        #expect(cache.cached(2) == 20)
+        #expect(cache.cached(3) == 30)
+        #expect(cache.orderEntries == 2)
+    }
+
     /// Churn under the capacity (a customer's snapshot invalidated by every change and read again) pops nothing, so
     /// each insertion also clears stale entries from the front: the order stays bounded by the kept entries plus a
     /// chunk, not by the churn, and no insertion pays for more than a few entries.

@@ -30,6 +30,9 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var serial: UInt64
     }
 
+    /// A key in the insertion order, with the serial it was kept under.
+    private typealias OrderEntry = (key: Key, serial: UInt64)
+
     private struct State {
         var values: [Key: Kept] = [:]
         /// The current load of each key being loaded, by flight id. An invalidation removes it: its result then goes
@@ -40,7 +43,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var nextFlight: UInt64 = 0
         /// Insertion order, for eviction when a capacity is set: each key with the serial it was kept under. An
         /// entry whose key was since dropped or kept again (under a new serial) is stale and skipped.
-        var order = ChunkedQueue<(key: Key, serial: UInt64)>()
+        var order = ChunkedQueue<OrderEntry>()
         var nextSerial: UInt64 = 0
         /// False between `invalidateAll(keepingNew: false)` and the next `invalidateAll()`: loads are still shared
         /// but nothing is kept (nothing loaded meanwhile is provably current).
@@ -131,18 +134,17 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Keeps `value` for `key`. A value replaced under its key keeps the old one's place in the insertion order.
     private func store(_ s: inout State, _ key: Key, _ value: Value) {
-        let serial: UInt64
-        if let kept = s.values[key] {
-            serial = kept.serial
-        } else {
-            s.nextSerial &+= 1
-            serial = s.nextSerial
-        }
-        let replaced = s.values.updateValue(Kept(value: value, serial: serial), forKey: key)
+        // One lookup for a new key (the common case while a cache fills); a replaced value's serial is put back.
+        s.nextSerial &+= 1
+        let replaced = s.values.updateValue(Kept(value: value, serial: s.nextSerial), forKey: key)
         left(replaced?.value)
         residency?(value, true)
-        guard replaced == nil, let capacity else { return }
-        s.order.append((key, serial))
+        if let replaced {
+            s.values[key]?.serial = replaced.serial
+            return
+        }
+        guard let capacity else { return }
+        s.order.append((key, s.nextSerial))
         while s.values.count > capacity, let oldest = s.order.popFirst() {
             if s.values[oldest.key]?.serial == oldest.serial { left(s.values.removeValue(forKey: oldest.key)?.value) }
         }
@@ -153,7 +155,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         // queue stays within about one and a half times the kept entries plus a chunk, and the order is the insertion
         // order except for entries moved back while stale ones were being cleared.
         var looked = 0
-        while looked < 3, s.order.count > s.values.count + ChunkedQueue<(key: Key, serial: UInt64)>.chunkSize,
+        while looked < 3, s.order.count > s.values.count + ChunkedQueue<OrderEntry>.chunkSize,
             let front = s.order.popFirst()
         {
             looked += 1
