@@ -1,25 +1,37 @@
 import CCrypto
 import Foundation
 
-/// Owns one parsed `EVP_PKEY` and, for private keys, a pool of ready-to-sign contexts.
+/// Owns one parsed `EVP_PKEY` and pools of ready contexts: to sign with it (private keys) and to verify with it.
 ///
 /// Invariant (why `@unchecked Sendable` is sound): `pkey` is created before `init` returns, never mutated and freed
 /// only in `deinit`; OpenSSL 3 allows one `EVP_PKEY` to be used read-only from many threads (contexts only take
-/// references on it). Each pooled `SignSlot` (an `EVP_PKEY_CTX` plus a reusable `ECDSA_SIG`) is used by exactly one
-/// thread at a time: popped from `pool` under `poolLock`, used without the lock, pushed back under the lock. The
-/// lock guards only the array, never an OpenSSL call, so signing scales across cores.
+/// references on it). Each pooled `Slot` (an `EVP_PKEY_CTX` initialised for one operation, a reusable `ECDSA_SIG` and
+/// a digest context) is used by exactly one thread at a time: popped from its pool under `poolLock`, used without the
+/// lock, pushed back under the lock. The lock guards only the arrays, never an OpenSSL call, so signing and
+/// verifying scale across cores.
 final class PKeyHandle: @unchecked Sendable {
-    /// One signer's scratch: a sign-initialised context and a decoded-signature holder for DER→raw.
-    private struct SignSlot {
+    /// One operation's scratch: a context initialised for signing or verifying ECDSA over SHA-256 digests, a
+    /// decoded-signature holder (DER→raw when signing) and a digest context for hashing the message.
+    private struct Slot {
         let ctx: OpaquePointer
         let sig: OpaquePointer
         let hash: OpaquePointer
     }
 
+    private enum Operation {
+        case sign, verify
+
+        var failure: CryptoError.Code { self == .sign ? .signingFailed : .verificationFailed }
+    }
+
     let pkey: OpaquePointer
     private let forSigning: Bool
     private let poolLock = NSLock()
-    private var pool: [SignSlot] = []
+    private var signPool: [Slot] = []
+    /// Verifying contexts, made on first use: initialising one per verification (`EVP_DigestVerifyInit`) looked up
+    /// the digest and the signature algorithm in OpenSSL's provider store every time, ~4 % of a Retention Messaging
+    /// answer's CPU (docs/perf/b9-retention.md, round 3).
+    private var verifyPool: [Slot] = []
     private static let maxPooled = 64
 
     /// Takes ownership of `pkey`. With `forSigning`, checks that a signing context can be made.
@@ -27,53 +39,61 @@ final class PKeyHandle: @unchecked Sendable {
         self.pkey = pkey
         self.forSigning = forSigning
         if forSigning {
-            let slot = try makeSlot()
-            pool.append(slot)
+            let slot = try makeSlot(.sign)
+            signPool.append(slot)
         }
     }
 
     deinit {
-        for slot in pool { Self.free(slot) }
+        for slot in signPool + verifyPool { Self.free(slot) }
         EVP_PKEY_free(pkey)
     }
 
-    private static func free(_ slot: SignSlot) {
+    private static func free(_ slot: Slot) {
         EVP_PKEY_CTX_free(slot.ctx)
         ECDSA_SIG_free(slot.sig)
         EVP_MD_CTX_free(slot.hash)
     }
 
-    /// A new ECDSA signing context over SHA-256 digests, with its signature holder.
-    private func makeSlot() throws(CryptoError) -> SignSlot {
+    /// A new ECDSA context over SHA-256 digests for `operation`, with its signature holder and digest context.
+    private func makeSlot(_ operation: Operation) throws(CryptoError) -> Slot {
         guard let ctx = EVP_PKEY_CTX_new(pkey, nil) else {
-            throw CryptoError.drainingQueue(.signingFailed, "EVP_PKEY_CTX_new failed")
+            throw CryptoError.drainingQueue(operation.failure, "EVP_PKEY_CTX_new failed")
         }
-        guard EVP_PKEY_sign_init(ctx) == 1, EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1 else {
+        let initialised = operation == .sign ? EVP_PKEY_sign_init(ctx) : EVP_PKEY_verify_init(ctx)
+        guard initialised == 1, EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1 else {
             EVP_PKEY_CTX_free(ctx)
-            throw CryptoError.drainingQueue(.signingFailed, "EVP_PKEY_sign_init failed")
+            throw CryptoError.drainingQueue(
+                operation.failure, operation == .sign ? "EVP_PKEY_sign_init failed" : "EVP_PKEY_verify_init failed")
         }
         guard let sig = ECDSA_SIG_new() else {
             EVP_PKEY_CTX_free(ctx)
-            throw CryptoError.drainingQueue(.signingFailed, "ECDSA_SIG_new failed")
+            throw CryptoError.drainingQueue(operation.failure, "ECDSA_SIG_new failed")
         }
         guard let hash = EVP_MD_CTX_new() else {
             EVP_PKEY_CTX_free(ctx)
             ECDSA_SIG_free(sig)
-            throw CryptoError.drainingQueue(.signingFailed, "EVP_MD_CTX_new failed")
+            throw CryptoError.drainingQueue(operation.failure, "EVP_MD_CTX_new failed")
         }
-        return SignSlot(ctx: ctx, sig: sig, hash: hash)
+        return Slot(ctx: ctx, sig: sig, hash: hash)
     }
 
-    private func acquire() throws(CryptoError) -> SignSlot {
-        let pooled: SignSlot? = poolLock.withLock { pool.popLast() }
+    private func acquire(_ operation: Operation) throws(CryptoError) -> Slot {
+        let pooled: Slot? = poolLock.withLock { operation == .sign ? signPool.popLast() : verifyPool.popLast() }
         if let pooled { return pooled }
-        return try makeSlot()
+        return try makeSlot(operation)
     }
 
-    private func release(_ slot: SignSlot) {
+    private func release(_ slot: Slot, _ operation: Operation) {
         let kept = poolLock.withLock { () -> Bool in
-            guard pool.count < PKeyHandle.maxPooled else { return false }
-            pool.append(slot)
+            switch operation {
+            case .sign:
+                guard signPool.count < PKeyHandle.maxPooled else { return false }
+                signPool.append(slot)
+            case .verify:
+                guard verifyPool.count < PKeyHandle.maxPooled else { return false }
+                verifyPool.append(slot)
+            }
             return true
         }
         if !kept { Self.free(slot) }
@@ -83,10 +103,10 @@ final class PKeyHandle: @unchecked Sendable {
     /// measures, without allocating or initialising a context per signature). Calls `body` with the slot and the
     /// DER signature (at most 72 bytes, on the stack). A slot whose OpenSSL call failed is freed, not pooled.
     private func withDERSignature<R>(
-        _ message: UnsafeRawBufferPointer, _ body: (SignSlot, UnsafeRawBufferPointer) -> R?
+        _ message: UnsafeRawBufferPointer, _ body: (Slot, UnsafeRawBufferPointer) -> R?
     ) throws(CryptoError) -> R {
         guard forSigning else { throw CryptoError(.signingFailed, "not a private key") }
-        let slot = try acquire()
+        let slot = try acquire(.sign)
         var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         var der: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
             (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  // 80 bytes ≥ 72
@@ -104,7 +124,7 @@ final class PKeyHandle: @unchecked Sendable {
             Self.free(slot)
             throw CryptoError.drainingQueue(.signingFailed, "ECDSA signing failed")
         }
-        release(slot)
+        release(slot, .sign)
         return result
     }
 
@@ -126,21 +146,26 @@ final class PKeyHandle: @unchecked Sendable {
         }
     }
 
-    /// ECDSA-SHA256 verification of a DER signature. `false` for a signature that does not verify or is not DER.
+    /// ECDSA-SHA256 verification of a DER signature: the message hashed with the pre-fetched SHA-256 in a pooled
+    /// slot's digest context, the digest verified with the slot's verify-initialised context. `false` for a signature
+    /// that does not verify or is not DER (a context that saw an undecodable signature is freed, not pooled).
     func verifyDER(_ signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) throws(CryptoError) -> Bool {
-        guard let ctx = EVP_MD_CTX_new() else {
-            throw CryptoError.drainingQueue(.verificationFailed, "EVP_MD_CTX_new failed")
+        guard let sig = signature.baseAddress, !signature.isEmpty else { return false }
+        let slot = try acquire(.verify)
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        let outcome: Int32? = withUnsafeMutableBytes(of: &digest) { digestBuf in
+            let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            guard FetchedSHA256.shared.digest(message, into: d, context: slot.hash) else { return nil }
+            return EVP_PKEY_verify(slot.ctx, sig.assumingMemoryBound(to: UInt8.self), signature.count, d, 32)
         }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
-            throw CryptoError.drainingQueue(.verificationFailed, "EVP_DigestVerifyInit failed")
+        guard let outcome else {
+            Self.free(slot)
+            throw CryptoError.drainingQueue(.verificationFailed, "SHA-256 of the message failed")
         }
-        let result = EVP_DigestVerify(
-            ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
-            message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
         // 0 = bad signature, <0 = undecodable signature: both mean "does not verify"; drop the queued reason.
         OpenSSLErrorQueue.clear()
-        return result == 1
+        if outcome < 0 { Self.free(slot) } else { release(slot, .verify) }
+        return outcome == 1
     }
 
     /// The key's public half as SPKI PEM (`-----BEGIN PUBLIC KEY-----`).

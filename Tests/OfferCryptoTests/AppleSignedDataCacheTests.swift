@@ -119,6 +119,80 @@ struct AppleSignedDataCacheTests {
         #expect(verifier.cachedChainCount == 1)
     }
 
+    @Test(
+        "A header is remembered once its JWS verified; a JWS with the same header still needs its own signature, validity and root"
+    )
+    func rememberedHeaderIsNotATrustedPayload() async throws {
+        let ca = try await TestCertificateAuthority.shared()
+        let verifier = try ca.verifier()
+        let expectation = AppleSignedDataExpectation(bundleId: "com.example.offergate")
+        func payload(signedDate: Int64 = 1_748_736_000_000, price: Int = 9990) -> [UInt8] {
+            Array(
+                """
+                {"bundleId":"com.example.offergate","environment":"Production","price":\(price),\
+                "signedDate":\(signedDate),"transactionId":"1"}
+                """.utf8)
+        }
+        func outcome(_ jws: String) -> Outcome {
+            Outcome { () throws(AppleSignedDataError) in
+                try verifier.verify(jws, as: .transaction, expecting: expectation)
+            }
+        }
+        // Failures are not remembered: a bad signature under the usual header, a wrong x5c[2], another algorithm.
+        let good = try ca.sign(payload: payload())
+        let parts = good.split(separator: ".")
+        let forged = "\(parts[0]).\(Base64URL.encode(payload(price: 1))).\(parts[2])"
+        #expect(outcome(forged) == .rejected(.invalidSignature))
+        let wrongRoot = try TestCertificateAuthority.header(alg: "ES256", x5c: [ca.x5c[0], ca.x5c[1], ca.x5c[1]])
+        #expect(outcome(try ca.sign(payload: payload(), header: wrongRoot)) == .rejected(.invalidCertificateChain))
+        let es384 = try TestCertificateAuthority.header(alg: "ES384", x5c: ca.x5c)
+        #expect(outcome(try ca.sign(payload: payload(), header: es384)) == .rejected(.unsupportedAlgorithm))
+        #expect(verifier.rememberedHeaders.count == 0)
+
+        #expect(outcome(good) == .accepted(.verifiedChain))
+        #expect(verifier.rememberedHeaders == (1, 0))
+        #expect(outcome(try ca.sign(payload: payload(price: 2))) == .accepted(.verifiedChain))
+        #expect(verifier.rememberedHeaders == (1, 1))
+
+        // Remembered header, but the signature is over other bytes; then a signedDate after the leaf expired.
+        #expect(outcome(forged) == .rejected(.invalidSignature))
+        let late = try ca.sign(payload: payload(signedDate: 2_051_222_400_000))  // 2035-01-01
+        #expect(outcome(late) == .rejected(.invalidCertificateChain))
+        #expect(verifier.rememberedHeaders == (1, 3))
+
+        // The same certificates in other header bytes (members in another order) are decoded, then remembered too.
+        let reordered = Array(
+            #"{"x5c":["\#(ca.x5c[0])","\#(ca.x5c[1])","\#(ca.x5c[2])"],"alg":"ES256"}"#.utf8)
+        #expect(outcome(try ca.sign(payload: payload(), header: reordered)) == .accepted(.verifiedChain))
+        #expect(verifier.rememberedHeaders == (2, 3))
+    }
+
+    @Test("Remembered headers: exact bytes, bounded, replaced in turn")
+    func rememberedHeadersBounded() throws {
+        let header = AppleJWSInput.Header(alg: .value("ES256"), x5c: nil)
+        func entry(_ bytes: [UInt8]) -> VerifiedHeaders.Entry {
+            VerifiedHeaders.Entry(segment: bytes, header: header, certificates: [bytes])
+        }
+        var headers = VerifiedHeaders(capacity: 2)
+        headers.remember(entry([1, 2, 3]))
+        #expect(headers.entry(for: [1, 2, 4][...]) == nil)
+        #expect(headers.entry(for: [1, 2][...]) == nil)
+        #expect(headers.entry(for: [0, 1, 2, 3][1...])?.certificates == [[1, 2, 3]])
+        headers.remember(entry([1, 2, 3]))
+        headers.remember(entry([4]))
+        #expect(headers.count == 2)
+        headers.remember(entry([5]))  // replaces the first remembered
+        #expect(headers.count == 2)
+        #expect(headers.entry(for: [1, 2, 3][...]) == nil)
+        #expect(headers.entry(for: [4][...]) != nil && headers.entry(for: [5][...]) != nil)
+        headers.remember(entry([6]))  // then the next
+        #expect(headers.entry(for: [4][...]) == nil && headers.entry(for: [5][...]) != nil)
+        #expect(headers.hits == 4)
+        var none = VerifiedHeaders(capacity: 0)
+        none.remember(entry([1]))
+        #expect(none.count == 0)
+    }
+
     @Test("Without a cache every verification runs X509_verify_cert")
     func noCache() async throws {
         let ca = try await TestCertificateAuthority.shared()

@@ -183,6 +183,47 @@ struct SignerTests {
         #expect(Set(results.map { $0.0.nonce }).count == 1200)
     }
 
+    @Test(
+        "Verifying: 8 tasks at once with one key (pooled contexts), good, tampered, foreign, undecodable, each as alone"
+    )
+    func concurrentVerifying() async throws {
+        let key = try SigningKey.generate()
+        let other = try SigningKey.generate()
+        let publicKey = key.publicKey
+        let messages = (0..<40).map { Array("message \($0)".utf8) }
+        let good = try messages.map { try key.signatureDER(for: $0) }
+        let foreign = try messages.map { try other.signatureDER(for: $0) }
+        // (signature, message, expected verdict); undecodable ones come between good ones, so a context reused after
+        // a failure must still verify the next good signature.
+        var cases: [([UInt8], [UInt8], Bool)] = []
+        for (index, message) in messages.enumerated() {
+            cases.append((good[index], message, true))
+            cases.append((good[index], messages[(index + 1) % messages.count], false))
+            cases.append((foreign[index], message, false))
+            cases.append((Array(good[index].dropLast()), message, false))
+            cases.append(([0x30, 0x02, 0x02, 0x00], message, false))
+            cases.append(([], message, false))
+            cases.append((good[index] + [0], message, false))
+        }
+        let all = cases
+        let wrong = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var wrong = 0
+                    for round in 0..<10 {
+                        for (index, c) in all.enumerated() where (index + round + task) % 3 != 0 {
+                            if try publicKey.verify(derSignature: c.0, message: c.1) != c.2 { wrong += 1 }
+                        }
+                    }
+                    return wrong
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+        for c in all { #expect(try publicKey.verify(derSignature: c.0, message: c.1) == c.2) }
+    }
+
     @Test("Raw r||s: signatures are always 64 bytes, including when r or s has leading zero bytes")
     func rawSignatures() throws {
         let key = try SigningKey.generate()

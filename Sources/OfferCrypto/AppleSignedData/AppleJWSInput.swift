@@ -32,8 +32,8 @@ public struct AppleSignedDataLimits: Sendable, Equatable {
 struct AppleJWSInput {
     /// The header members verification reads. A member of another JSON type than expected is kept as `.other`, so
     /// that `"alg": 256` is `unsupported_algorithm` and `"x5c": {}` `invalid_certificate_chain`, as for a missing one.
-    struct Header: Decodable {
-        enum Member<Value: Decodable>: Decodable {
+    struct Header: Decodable, Sendable {
+        enum Member<Value: Decodable & Sendable>: Decodable, Sendable {
             case value(Value)
             case other
 
@@ -54,12 +54,24 @@ struct AppleJWSInput {
 
     /// The header (which must be a JSON object).
     let header: Header
+    /// The DER certificates of `x5c`, when this exact header was remembered (`VerifiedHeaders`) from a JWS that
+    /// verified: its JSON and base64 were not read again. Nil when the header was decoded here.
+    let rememberedCertificates: [[UInt8]]?
     let payload: [UInt8]
     let signature: [UInt8]
     /// `b64url(header) "." b64url(payload)`: what the signature covers.
     let signingInput: [UInt8]
+    /// The length of the header's base64url segment, the start of `signingInput`.
+    let headerLength: Int
 
-    init(_ compact: String, limits: AppleSignedDataLimits) throws(AppleSignedDataError) {
+    /// The base64url header segment as it came.
+    var headerSegment: ArraySlice<UInt8> { signingInput[..<headerLength] }
+
+    /// Splits and decodes `compact`; `remembered` gives what is known of a header segment seen before, if anything.
+    init(
+        _ compact: String, limits: AppleSignedDataLimits,
+        remembered: (ArraySlice<UInt8>) -> VerifiedHeaders.Entry? = { _ in nil }
+    ) throws(AppleSignedDataError) {
         let length = compact.utf8.count
         guard length > 0 else { throw AppleSignedDataError(.malformedJWS, "empty JWS") }
         guard length <= limits.maximumJWSLength else {
@@ -75,17 +87,26 @@ struct AppleJWSInput {
         guard headerSegment.count <= limits.maximumHeaderLength else {
             throw AppleSignedDataError(.malformedJWS, "header longer than \(limits.maximumHeaderLength) bytes")
         }
-        guard let headerBytes = Base64URL.decode(bytes: headerSegment),
+        // A remembered segment decoded before to a JSON object; the same bytes cannot decode otherwise now.
+        let known = remembered(headerSegment)
+        let headerBytes = known == nil ? Base64URL.decode(bytes: headerSegment) : []
+        guard let headerBytes,
             let payload = Base64URL.decode(bytes: bytes[(firstDot + 1)..<secondDot]),
             let signature = Base64URL.decode(bytes: bytes[(secondDot + 1)...])
         else { throw AppleSignedDataError(.malformedJWS, "a part is not base64url without padding") }
-        guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
-            throw AppleSignedDataError(.malformedJWS, "header is not a JSON object")
+        if let known {
+            header = known.header
+        } else {
+            guard let decoded = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
+                throw AppleSignedDataError(.malformedJWS, "header is not a JSON object")
+            }
+            header = decoded
         }
-        self.header = header
+        self.rememberedCertificates = known?.certificates
         self.payload = payload
         self.signature = signature
         self.signingInput = Array(bytes[..<secondDot])
+        self.headerLength = firstDot
     }
 }
 

@@ -22,7 +22,9 @@ import Synchronization
 ///
 /// Verified (leaf, intermediate) pairs are cached (see `VerifiedChainCache` for why that is sound offline); on a hit
 /// the certificates' validity at the new `signedDate` and the signature are still checked, and a hit whose
-/// validity does not cover the new `signedDate` is verified again in full rather than rejected.
+/// validity does not cover the new `signedDate` is verified again in full rather than rejected. The headers of JWS
+/// that verified are remembered by their exact bytes (`VerifiedHeaders`), so the same header is not decoded again;
+/// that skips parsing only, never a check.
 ///
 /// Thread-safe: one verifier serves every task (the trust store is immutable; the cache sits behind a `Mutex` that
 /// never covers an OpenSSL call). The clock is injected and only ages cache entries.
@@ -61,6 +63,7 @@ public final class AppleSignedDataVerifier: Sendable {
     private let intermediateOID: ASN1ObjectIdentifier
     private let clock: @Sendable () -> Date
     private let cache: Mutex<VerifiedChainCache<VerifiedChain>>
+    private let headers = Mutex(VerifiedHeaders(capacity: 8))
     private let statistics = Mutex(CacheStatistics())
 
     /// Cache counters, for tests and `system.stats`.
@@ -115,7 +118,9 @@ public final class AppleSignedDataVerifier: Sendable {
     public func verify(
         _ compactJWS: String, as kind: AppleSignedDataKind, expecting expectation: AppleSignedDataExpectation
     ) throws(AppleSignedDataError) -> VerifiedAppleSignedData {
-        let input = try AppleJWSInput(compactJWS, limits: limits)
+        let input = try AppleJWSInput(compactJWS, limits: limits) { segment in
+            headers.withLock { $0.entry(for: segment) }
+        }
         let claims = try AppleSignedClaims(kind: kind, payload: input.payload)
         guard let signedDate = claims.signedDate, signedDate >= 0 else {
             throw AppleSignedDataError(.malformedJWS, "payload has no non-negative integer signedDate")
@@ -177,24 +182,15 @@ public final class AppleSignedDataVerifier: Sendable {
 
     // MARK: Steps
 
-    /// Steps 2-5: algorithm, certificates, chain at `signedDate`, OIDs, signature.
+    /// Steps 2-5: algorithm, certificates, chain at `signedDate`, OIDs, signature. A header that passed them is
+    /// remembered with its certificates (`VerifiedHeaders`): the next JWS with the same header skips steps 1's and
+    /// 2's decoding, never 3-5.
     private func verifySignedByApple(_ input: AppleJWSInput, signedDate: Int64) throws(AppleSignedDataError) {
-        guard input.header.alg?.value == "ES256" else {
-            throw AppleSignedDataError(.unsupportedAlgorithm, "alg must be ES256")
-        }
-        guard let x5c = input.header.x5c?.value else {
-            throw AppleSignedDataError(.invalidCertificateChain, "x5c is missing or not an array")
-        }
-        guard x5c.count == 3 else {
-            throw AppleSignedDataError(
-                .invalidCertificateChain, "x5c must hold exactly 3 certificates, has \(x5c.count)")
-        }
-        var ders: [[UInt8]] = []
-        for element in x5c {
-            guard let text = element.value,
-                let der = StandardBase64.decode(text, maximumLength: limits.maximumCertificateLength)
-            else { throw AppleSignedDataError(.invalidCertificateChain, "an x5c entry is not standard base64") }
-            ders.append(der)
+        let ders: [[UInt8]]
+        if let remembered = input.rememberedCertificates {
+            ders = remembered
+        } else {
+            ders = try certificates(in: input.header)
         }
         // Milliseconds → whole seconds, rounded down (as Apple's library does).
         let chain = try verifiedChain(ders, at: time_t(signedDate / 1000))
@@ -208,6 +204,33 @@ public final class AppleSignedDataVerifier: Sendable {
                 .invalidSignature, "signature verification failed", openSSLErrors: error.openSSLErrors)
         }
         guard valid else { throw AppleSignedDataError(.invalidSignature, "signature does not verify") }
+        if input.rememberedCertificates == nil {
+            let entry = VerifiedHeaders.Entry(
+                segment: Array(input.headerSegment), header: input.header, certificates: ders)
+            headers.withLock { $0.remember(entry) }
+        }
+    }
+
+    /// Step 2: `alg` is ES256 and `x5c` three standard-base64 certificates; returns their DER.
+    private func certificates(in header: AppleJWSInput.Header) throws(AppleSignedDataError) -> [[UInt8]] {
+        guard header.alg?.value == "ES256" else {
+            throw AppleSignedDataError(.unsupportedAlgorithm, "alg must be ES256")
+        }
+        guard let x5c = header.x5c?.value else {
+            throw AppleSignedDataError(.invalidCertificateChain, "x5c is missing or not an array")
+        }
+        guard x5c.count == 3 else {
+            throw AppleSignedDataError(
+                .invalidCertificateChain, "x5c must hold exactly 3 certificates, has \(x5c.count)")
+        }
+        var ders: [[UInt8]] = []
+        for element in x5c {
+            guard let text = element.value,
+                let der = StandardBase64.decode(text, maximumLength: limits.maximumCertificateLength)
+            else { throw AppleSignedDataError(.invalidCertificateChain, "an x5c entry is not standard base64") }
+            ders.append(der)
+        }
+        return ders
     }
 
     /// Steps 3-4, through the cache.
@@ -285,4 +308,7 @@ public final class AppleSignedDataVerifier: Sendable {
 
     /// Entries in the chain cache (expired ones until evicted).
     var cachedChainCount: Int { cache.withLock { $0.count } }
+
+    /// Headers remembered from verified JWS, and how many verifications found theirs there.
+    var rememberedHeaders: (count: Int, hits: Int) { headers.withLock { ($0.count, $0.hits) } }
 }
