@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Why: Apple signs with a few leaf certificates at a time, and every JWS under one carries the same ~5.5 KB header
 /// (`alg` and the three certificates of `x5c`). Decoding it (base64url, Foundation's `JSONDecoder`, base64 of each
-/// certificate) was ~5 % of a Retention Messaging answer's CPU (docs/perf/b9-retention.md, round 3). The same bytes
+/// certificate) was ~7 % of a Retention Messaging answer's CPU (docs/perf/b9-retention.md, round 3). The same bytes
 /// always decode to the same header, so a hit changes nothing a full decoding would decide; the chain is still looked
 /// up and checked at the payload's `signedDate`, and the signature verified, on every use.
 ///
