@@ -169,24 +169,23 @@ struct AppleSignedDataCacheTests {
 
     @Test("Remembered headers: exact bytes, bounded, replaced in turn")
     func rememberedHeadersBounded() throws {
-        let header = AppleJWSInput.Header(alg: .value("ES256"), x5c: nil)
         func entry(_ bytes: [UInt8]) -> VerifiedHeaders.Entry {
-            VerifiedHeaders.Entry(segment: bytes, header: header, certificates: [bytes])
+            VerifiedHeaders.Entry(segment: bytes, certificates: [bytes])
         }
         var headers = VerifiedHeaders(capacity: 2)
         headers.remember(entry([1, 2, 3]))
-        #expect(headers.entry(for: [1, 2, 4][...]) == nil)
-        #expect(headers.entry(for: [1, 2][...]) == nil)
-        #expect(headers.entry(for: [0, 1, 2, 3][1...])?.certificates == [[1, 2, 3]])
+        #expect(headers.certificates(for: [1, 2, 4][...]) == nil)
+        #expect(headers.certificates(for: [1, 2][...]) == nil)
+        #expect(headers.certificates(for: [0, 1, 2, 3][1...]) == [[1, 2, 3]])
         headers.remember(entry([1, 2, 3]))
         headers.remember(entry([4]))
         #expect(headers.count == 2)
         headers.remember(entry([5]))  // replaces the first remembered
         #expect(headers.count == 2)
-        #expect(headers.entry(for: [1, 2, 3][...]) == nil)
-        #expect(headers.entry(for: [4][...]) != nil && headers.entry(for: [5][...]) != nil)
+        #expect(headers.certificates(for: [1, 2, 3][...]) == nil)
+        #expect(headers.certificates(for: [4][...]) != nil && headers.certificates(for: [5][...]) != nil)
         headers.remember(entry([6]))  // then the next
-        #expect(headers.entry(for: [4][...]) == nil && headers.entry(for: [5][...]) != nil)
+        #expect(headers.certificates(for: [4][...]) == nil && headers.certificates(for: [5][...]) != nil)
         #expect(headers.hits == 4)
         var none = VerifiedHeaders(capacity: 0)
         none.remember(entry([1]))

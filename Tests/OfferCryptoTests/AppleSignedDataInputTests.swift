@@ -32,8 +32,12 @@ struct AppleSignedDataInputTests {
     func headerMembers() throws {
         func header(_ json: String) throws -> AppleJWSInput.Header {
             let jws = Base64URL.encode(Array(json.utf8)) + "." + Base64URL.encode(Array("{}".utf8)) + "."
-            return try AppleJWSInput(jws, limits: AppleSignedDataLimits()).header
+            guard case .decoded(let header) = try AppleJWSInput(jws, limits: AppleSignedDataLimits()).header else {
+                throw NotDecoded()
+            }
+            return header
         }
+        struct NotDecoded: Error {}
         let good = try header(#"{"alg":"ES256","x5c":["a","b"],"kid":7}"#)
         #expect(good.alg?.value == "ES256")
         #expect(good.x5c?.value?.map(\.value) == ["a", "b"])

@@ -32,8 +32,8 @@ public struct AppleSignedDataLimits: Sendable, Equatable {
 struct AppleJWSInput {
     /// The header members verification reads. A member of another JSON type than expected is kept as `.other`, so
     /// that `"alg": 256` is `unsupported_algorithm` and `"x5c": {}` `invalid_certificate_chain`, as for a missing one.
-    struct Header: Decodable, Sendable {
-        enum Member<Value: Decodable & Sendable>: Decodable, Sendable {
+    struct Header: Decodable {
+        enum Member<Value: Decodable>: Decodable {
             case value(Value)
             case other
 
@@ -52,11 +52,15 @@ struct AppleJWSInput {
         let x5c: Member<[Member<String>]>?
     }
 
-    /// The header (which must be a JSON object).
-    let header: Header
-    /// The DER certificates of `x5c`, when this exact header was remembered (`VerifiedHeaders`) from a JWS that
-    /// verified: its JSON and base64 were not read again. Nil when the header was decoded here.
-    let rememberedCertificates: [[UInt8]]?
+    /// What the header gave: the header decoded here (it must be a JSON object), or, when this exact header was
+    /// remembered (`VerifiedHeaders`) from a JWS that verified, the DER certificates of its `x5c` read then (its JSON
+    /// and base64 are not read again).
+    enum HeaderContent {
+        case decoded(Header)
+        case remembered(certificates: [[UInt8]])
+    }
+
+    let header: HeaderContent
     let payload: [UInt8]
     let signature: [UInt8]
     /// `b64url(header) "." b64url(payload)`: what the signature covers.
@@ -67,10 +71,10 @@ struct AppleJWSInput {
     /// The base64url header segment as it came.
     var headerSegment: ArraySlice<UInt8> { signingInput[..<headerLength] }
 
-    /// Splits and decodes `compact`; `remembered` gives what is known of a header segment seen before, if anything.
+    /// Splits and decodes `compact`; `remembered` gives the certificates of a header segment remembered, if any.
     init(
         _ compact: String, limits: AppleSignedDataLimits,
-        remembered: (ArraySlice<UInt8>) -> VerifiedHeaders.Entry? = { _ in nil }
+        remembered: (ArraySlice<UInt8>) -> [[UInt8]]? = { _ in nil }
     ) throws(AppleSignedDataError) {
         let length = compact.utf8.count
         guard length > 0 else { throw AppleSignedDataError(.malformedJWS, "empty JWS") }
@@ -95,14 +99,13 @@ struct AppleJWSInput {
             let signature = Base64URL.decode(bytes: bytes[(secondDot + 1)...])
         else { throw AppleSignedDataError(.malformedJWS, "a part is not base64url without padding") }
         if let known {
-            header = known.header
+            header = .remembered(certificates: known)
         } else {
             guard let decoded = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
                 throw AppleSignedDataError(.malformedJWS, "header is not a JSON object")
             }
-            header = decoded
+            header = .decoded(decoded)
         }
-        self.rememberedCertificates = known?.certificates
         self.payload = payload
         self.signature = signature
         self.signingInput = Array(bytes[..<secondDot])

@@ -119,7 +119,7 @@ public final class AppleSignedDataVerifier: Sendable {
         _ compactJWS: String, as kind: AppleSignedDataKind, expecting expectation: AppleSignedDataExpectation
     ) throws(AppleSignedDataError) -> VerifiedAppleSignedData {
         let input = try AppleJWSInput(compactJWS, limits: limits) { segment in
-            headers.withLock { $0.entry(for: segment) }
+            headers.withLock { $0.certificates(for: segment) }
         }
         let claims = try AppleSignedClaims(kind: kind, payload: input.payload)
         guard let signedDate = claims.signedDate, signedDate >= 0 else {
@@ -187,10 +187,9 @@ public final class AppleSignedDataVerifier: Sendable {
     /// 2's decoding, never 3-5.
     private func verifySignedByApple(_ input: AppleJWSInput, signedDate: Int64) throws(AppleSignedDataError) {
         let ders: [[UInt8]]
-        if let remembered = input.rememberedCertificates {
-            ders = remembered
-        } else {
-            ders = try certificates(in: input.header)
+        switch input.header {
+        case .remembered(let certificates): ders = certificates
+        case .decoded(let header): ders = try certificates(in: header)
         }
         // Milliseconds → whole seconds, rounded down (as Apple's library does).
         let chain = try verifiedChain(ders, at: time_t(signedDate / 1000))
@@ -204,9 +203,8 @@ public final class AppleSignedDataVerifier: Sendable {
                 .invalidSignature, "signature verification failed", openSSLErrors: error.openSSLErrors)
         }
         guard valid else { throw AppleSignedDataError(.invalidSignature, "signature does not verify") }
-        if input.rememberedCertificates == nil {
-            let entry = VerifiedHeaders.Entry(
-                segment: Array(input.headerSegment), header: input.header, certificates: ders)
+        if case .decoded = input.header {
+            let entry = VerifiedHeaders.Entry(segment: Array(input.headerSegment), certificates: ders)
             headers.withLock { $0.remember(entry) }
         }
     }

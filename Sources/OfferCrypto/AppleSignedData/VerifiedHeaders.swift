@@ -14,7 +14,6 @@ import Foundation
 struct VerifiedHeaders {
     struct Entry: Sendable {
         let segment: [UInt8]
-        let header: AppleJWSInput.Header
         let certificates: [[UInt8]]
     }
 
@@ -29,31 +28,33 @@ struct VerifiedHeaders {
 
     var count: Int { entries.count }
 
-    /// The entry whose segment is byte for byte `segment`, if any.
-    mutating func entry(for segment: ArraySlice<UInt8>) -> Entry? {
-        for entry in entries where entry.segment.count == segment.count {
-            let same = entry.segment.withUnsafeBytes { a in
-                segment.withUnsafeBytes { b in
-                    guard let a = a.baseAddress, let b = b.baseAddress else { return a == nil && b == nil }
-                    return memcmp(a, b, segment.count) == 0
-                }
-            }
-            if same {
-                hits += 1
-                return entry
-            }
-        }
-        return nil
+    /// The certificates remembered for the segment that is byte for byte `segment`, if any.
+    mutating func certificates(for segment: ArraySlice<UInt8>) -> [[UInt8]]? {
+        guard let index = index(of: segment) else { return nil }
+        hits += 1
+        return entries[index].certificates
     }
 
     /// Remembers `entry` (unless its segment is held already), replacing the oldest when full.
     mutating func remember(_ entry: Entry) {
-        guard capacity > 0, !entries.contains(where: { $0.segment == entry.segment }) else { return }
+        guard capacity > 0, index(of: entry.segment[...]) == nil else { return }
         if entries.count < capacity {
             entries.append(entry)
         } else {
             entries[next] = entry
             next = (next + 1) % capacity
+        }
+    }
+
+    private func index(of segment: ArraySlice<UInt8>) -> Int? {
+        entries.firstIndex { entry in
+            entry.segment.count == segment.count
+                && entry.segment.withUnsafeBytes { a in
+                    segment.withUnsafeBytes { b in
+                        guard let a = a.baseAddress, let b = b.baseAddress else { return true }  // both empty
+                        return memcmp(a, b, segment.count) == 0
+                    }
+                }
         }
     }
 }
