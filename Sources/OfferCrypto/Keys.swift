@@ -78,28 +78,44 @@ final class PKeyHandle: @unchecked Sendable {
         return Slot(ctx: ctx, sig: sig, hash: hash)
     }
 
+    /// Runs `body` on `operation`'s pool under `poolLock` (only the array, never an OpenSSL call).
+    private func withPool<R>(_ operation: Operation, _ body: (inout [Slot]) -> R) -> R {
+        poolLock.withLock {
+            switch operation {
+            case .sign: body(&signPool)
+            case .verify: body(&verifyPool)
+            }
+        }
+    }
+
     private func acquire(_ operation: Operation) throws(CryptoError) -> Slot {
-        let pooled: Slot? = poolLock.withLock { operation == .sign ? signPool.popLast() : verifyPool.popLast() }
-        if let pooled { return pooled }
+        if let pooled = withPool(operation, { $0.popLast() }) { return pooled }
         return try makeSlot(operation)
     }
 
     private func release(_ slot: Slot, _ operation: Operation) {
-        let kept = poolLock.withLock { () -> Bool in
-            switch operation {
-            case .sign:
-                guard signPool.count < PKeyHandle.maxPooled else { return false }
-                signPool.append(slot)
-            case .verify:
-                guard verifyPool.count < PKeyHandle.maxPooled else { return false }
-                verifyPool.append(slot)
-            }
+        let kept = withPool(operation) { pool in
+            guard pool.count < PKeyHandle.maxPooled else { return false }
+            pool.append(slot)
             return true
         }
         if !kept { Self.free(slot) }
     }
 
-    /// Hashes `message` with SHA-256 (pre-fetched algorithm, the slot's reusable digest context) and signs the digest with a pooled context (what `openssl speed`
+    /// Calls `body` with the SHA-256 digest of `message` (32 bytes on the stack), made with the pre-fetched algorithm
+    /// in `slot`'s reusable digest context; nil if hashing failed.
+    private static func withDigest<R>(
+        of message: UnsafeRawBufferPointer, in slot: Slot, _ body: (UnsafePointer<UInt8>) -> R?
+    ) -> R? {
+        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        return withUnsafeMutableBytes(of: &digest) { digestBuf in
+            let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            guard FetchedSHA256.shared.digest(message, into: d, context: slot.hash) else { return nil }
+            return body(d)
+        }
+    }
+
+    /// Hashes `message` (`withDigest`) and signs the digest with a pooled context (what `openssl speed`
     /// measures, without allocating or initialising a context per signature). Calls `body` with the slot and the
     /// DER signature (at most 72 bytes, on the stack). A slot whose OpenSSL call failed is freed, not pooled.
     private func withDERSignature<R>(
@@ -107,13 +123,10 @@ final class PKeyHandle: @unchecked Sendable {
     ) throws(CryptoError) -> R {
         guard forSigning else { throw CryptoError(.signingFailed, "not a private key") }
         let slot = try acquire(.sign)
-        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         var der: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
             (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)  // 80 bytes ≥ 72
-        let result: R? = withUnsafeMutableBytes(of: &digest) { digestBuf in
+        let result: R? = Self.withDigest(of: message, in: slot) { d in
             withUnsafeMutableBytes(of: &der) { derBuf in
-                let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                guard FetchedSHA256.shared.digest(message, into: d, context: slot.hash) else { return nil }
                 var length = derBuf.count
                 let out = derBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
                 guard EVP_PKEY_sign(slot.ctx, out, &length, d, 32) == 1, length <= 72 else { return nil }
@@ -152,11 +165,8 @@ final class PKeyHandle: @unchecked Sendable {
     func verifyDER(_ signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) throws(CryptoError) -> Bool {
         guard let sig = signature.baseAddress, !signature.isEmpty else { return false }
         let slot = try acquire(.verify)
-        var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        let outcome: Int32? = withUnsafeMutableBytes(of: &digest) { digestBuf in
-            let d = digestBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            guard FetchedSHA256.shared.digest(message, into: d, context: slot.hash) else { return nil }
-            return EVP_PKEY_verify(slot.ctx, sig.assumingMemoryBound(to: UInt8.self), signature.count, d, 32)
+        let outcome: Int32? = Self.withDigest(of: message, in: slot) { d in
+            EVP_PKEY_verify(slot.ctx, sig.assumingMemoryBound(to: UInt8.self), signature.count, d, 32)
         }
         guard let outcome else {
             Self.free(slot)
