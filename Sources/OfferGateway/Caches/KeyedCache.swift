@@ -45,6 +45,9 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// entry whose key was since dropped or kept again (under a new serial) is stale and skipped.
         var order = ChunkedQueue<OrderEntry>()
         var nextSerial: UInt64 = 0
+
+        /// Whether `entry` is its key's current place in the order (not left by a key dropped or kept again since).
+        func isCurrent(_ entry: OrderEntry) -> Bool { values[entry.key]?.serial == entry.serial }
         /// False between `invalidateAll(keepingNew: false)` and the next `invalidateAll()`: loads are still shared
         /// but nothing is kept (nothing loaded meanwhile is provably current).
         var keeping = true
@@ -146,7 +149,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         guard let capacity else { return }
         s.order.append((key, s.nextSerial))
         while s.values.count > capacity, let oldest = s.order.popFirst() {
-            if s.values[oldest.key]?.serial == oldest.serial { left(s.values.removeValue(forKey: oldest.key)?.value) }
+            if s.isCurrent(oldest) { left(s.values.removeValue(forKey: oldest.key)?.value) }
         }
         // Stale entries (keys invalidated, or invalidated and kept again) are popped when the front reaches them; while
         // the cache is under its capacity nothing pops. So, while more than a chunk of entries beyond the kept ones is
@@ -159,7 +162,7 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             let front = s.order.popFirst()
         {
             looked += 1
-            if s.values[front.key]?.serial == front.serial { s.order.append(front) }
+            if s.isCurrent(front) { s.order.append(front) }
         }
     }
 
