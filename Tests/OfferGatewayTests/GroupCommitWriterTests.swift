@@ -54,26 +54,31 @@ struct GroupCommitWriterTests {
         let commits = HeldCommits()
         let outcomes = Outcomes()
         let writer = GroupCommitWriter<Int>(maxInFlight: 2) { commits.commit($0, $1) }
-        writer.submit(1, done: outcomes.done(1))
-        writer.submit(2, done: outcomes.done(2))
-        for row in 3...6 { writer.submit(row, done: outcomes.done(row)) }
-        // Two slots: 1 and 2 commit alone, the rest wait for a slot, together.
-        #expect(commits.batches == [[1], [2]])
+        for row in 1...7 { writer.submit(row, done: outcomes.done(row)) }
+        // Two slots: 1 commits alone; two waiting behind it open the second slot; the rest wait for a slot, together.
+        #expect(commits.batches == [[1], [2, 3]])
         #expect(outcomes.all.isEmpty)
 
         commits.finish(1)
-        #expect(outcomes.all == [2: "committed"])
-        #expect(commits.batches == [[1], [2], [3, 4, 5, 6]], "the freed slot takes everything queued, in one batch")
+        #expect(outcomes.all == [2: "committed", 3: "committed"])
+        #expect(
+            commits.batches == [[1], [2, 3], [4, 5, 6, 7]], "the freed slot takes everything queued, in one batch")
 
         commits.finish(2, with: .failure(Refused()))
-        #expect(outcomes.all == [2: "committed", 3: "refused", 4: "refused", 5: "refused", 6: "refused"])
+        #expect(
+            outcomes.all == [2: "committed", 3: "committed", 4: "refused", 5: "refused", 6: "refused", 7: "refused"])
         #expect(outcomes.all[1] == nil, "row 1's commit has not finished")
+        writer.submit(8, done: outcomes.done(8))
+        #expect(commits.batches.count == 3, "one row, where the last batch carried four: it waits for row 1's commit")
         commits.finish(0)
         #expect(outcomes.all[1] == "committed")
-        #expect(commits.batches.count == 3, "nothing queued: no empty batch")
+        #expect(commits.batches.last == [8], "once none commits, the waiting row goes")
+        commits.finish(3)
+        #expect(outcomes.all[8] == "committed")
+        #expect(commits.batches.count == 4, "nothing queued: no empty batch")
 
-        writer.submit(7, done: outcomes.done(7))
-        #expect(commits.batches.last == [7], "an idle writer commits a row at once")
+        writer.submit(9, done: outcomes.done(9))
+        #expect(commits.batches.last == [9], "an idle writer commits a row at once")
     }
 
     @Test("run() returns after finish() only once every batch formed before it committed; later rows are refused")

@@ -86,23 +86,24 @@ struct RedemptionBatcherTests {
     @Test func severalBatchesInFlightWhenAllowed() {
         var b = Batcher(maxBatchSize: 10, maxInFlight: 2)
         #expect(Self.batch(b.submit(1)) == [1])
-        #expect(Self.batch(b.submit(2)) == [2])
+        #expect(Self.batch(b.submit(2)) == nil, "one waits behind a batch of one: not yet a burst")
+        #expect(Self.batch(b.submit(3)) == [2, 3], "two wait behind a batch of one: the second slot opens")
         #expect(b.inFlight == 2)
-        for i in 3...6 {
+        for i in 4...7 {
             guard case .none = b.submit(i) else {
                 Issue.record("both slots busy: request \(i) must wait")
                 return
             }
         }
-        #expect(Self.batch(b.batchFinished()) == [3, 4, 5, 6])
+        #expect(Self.batch(b.batchFinished()) == [4, 5, 6, 7])
         #expect(b.inFlight == 2)
         guard case .none = b.batchFinished() else {
             Issue.record("nothing queued: no batch")
             return
         }
         #expect(b.inFlight == 1)
-        #expect(Self.batch(b.submit(7)) == [7])
         _ = b.batchFinished()
+        #expect(Self.batch(b.submit(8)) == [8], "none committing: a request starts a batch at once")
         _ = b.batchFinished()
         #expect(b.phase == .idle)
         #expect(b.inFlight == 0)
@@ -111,6 +112,60 @@ struct RedemptionBatcherTests {
             return
         }
         #expect(b.inFlight == 0)
+    }
+
+    @Test("A slot beyond the first opens only once twice as many wait as the last batch carried")
+    func furtherSlotsAreForBursts() {
+        var b = Batcher(maxBatchSize: 100, maxInFlight: 2)
+        _ = b.submit(0)
+        for i in 1...2 { _ = b.submit(i) }
+        for i in 3...6 { _ = b.submit(i) }
+        #expect(Self.batch(b.batchFinished()) == [3, 4, 5, 6], "a finished slot takes what waits")
+        #expect(Self.batch(b.batchFinished()) == nil, "nothing left to take")
+        #expect(b.inFlight == 1)
+        // Batch [3…6] commits: seven arrivals wait (fewer than twice what it carried), the eighth opens the second slot.
+        for i in 7...13 {
+            guard case .none = b.submit(i) else {
+                Issue.record("\(i): too few wait to overtake the committing batch, so it waits for that batch")
+                return
+            }
+        }
+        #expect(Self.batch(b.submit(14)) == Array(7...14))
+        #expect(b.inFlight == 2)
+        // One batch finishes while another commits: what waits goes only once it is a burst, or when none commits.
+        _ = b.submit(15)
+        #expect(Self.batch(b.batchFinished()) == nil, "one waits, eight were carried: it waits for the other batch")
+        #expect(Self.batch(b.batchFinished()) == [15], "none committing: it goes")
+        #expect(b.inFlight == 1)
+    }
+
+    @Test("A steady stream fills batches as one slot would, instead of splitting them between two")
+    func steadyStreamKeepsBatchesFull() {
+        // Every commit takes as long as 8 arrivals; the two batchers see the same arrivals and commit times.
+        func batchSizes(maxInFlight: Int) -> [Int] {
+            var b = Batcher(maxBatchSize: 1_000, maxInFlight: maxInFlight)
+            var committing: [(endsAt: Int, size: Int)] = []
+            var sizes: [Int] = []
+            func take(_ action: Batcher.Action, at t: Int) {
+                if let items = Self.batch(action) {
+                    committing.append((t + 8, items.count))
+                    sizes.append(items.count)
+                }
+            }
+            for t in 0..<400 {
+                while let i = committing.firstIndex(where: { $0.endsAt == t }) {
+                    committing.remove(at: i)
+                    take(b.batchFinished(), at: t)
+                }
+                take(b.submit(t), at: t)
+            }
+            return sizes
+        }
+        let one = batchSizes(maxInFlight: 1)
+        let two = batchSizes(maxInFlight: 2)
+        #expect(one.dropFirst(4).allSatisfy { $0 == 8 }, "\(one)")
+        #expect(two.count <= one.count + 1, "batches: two slots \(two), one slot \(one)")
+        #expect(two.dropFirst(4).allSatisfy { $0 == 8 }, "\(two)")
     }
 
     @Test func drainReturnsQueued() {

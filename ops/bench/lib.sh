@@ -99,14 +99,16 @@ around_gateway() {
 # ops/perf/fold.py (layers, top symbols, flame graph). Without BENCH_PERF it only runs CMD.
 # BENCH_PERF_EVENT=EVENT records that event instead of CPU samples, every occurrence, e.g. `probe_libc:malloc`
 # (after `perf probe -x <libc> malloc`, as ops/perf/malloc-sites does) to count a benchmark's allocations per request
-# by call site (`ops/perf/malloc-sites --read FILE REQUESTS`).
+# by call site (`ops/perf/malloc-sites --read FILE REQUESTS`). BENCH_PERF_CALLS=dwarf records DWARF call chains
+# (`--call-graph dwarf,16384`: whole Swift chains, also through libcrypto, where frame pointers break; larger files).
+perf_calls() { [ "${BENCH_PERF_CALLS:-fp}" = dwarf ] && echo "--call-graph=dwarf,16384" || echo "-g"; }
 profiled() {
     local name="$1"; shift
     [ -n "${BENCH_PERF:-}" ] || { "$@"; return; }
     mkdir -p "$BENCH_PERF"
     local what=(-F 999)
     [ -n "${BENCH_PERF_EVENT:-}" ] && what=(-e "$BENCH_PERF_EVENT")
-    around_gateway record -q "${what[@]}" -g -o "$BENCH_PERF/$bench_name-$name.perf.data" -- "$@"
+    around_gateway record -q "${what[@]}" "$(perf_calls)" -o "$BENCH_PERF/$bench_name-$name.perf.data" -- "$@"
 }
 
 # pgbench_tps ARGS…: runs pgbench, prints its tps; an aborted or failing run stops the benchmark.

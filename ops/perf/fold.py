@@ -3,7 +3,7 @@
 graph (SVG, self-contained, no external script).
 
     ops/perf/fold.py PERF_DATA [--svg OUT.svg] [--folded OUT.folded] [--top N] [--requests N]
-                     [--skip-comm NAME] [--only-comm NAME]
+                     [--skip-comm NAME] [--only-comm NAME] [--time START,STOP]
 
 Layers are named from each sample's leaf frame: the kernel, libcrypto, libpq, libc (malloc and friends apart),
 the Swift runtime (retain/release, allocation, generics), Swift Concurrency (the cooperative pool, tasks,
@@ -73,10 +73,12 @@ def layer(symbol, dso):
     return "other: " + dso.rsplit("/", 1)[-1]
 
 
-def samples(path, skip_comms=(), only_comms=()):
+def samples(path, skip_comms=(), only_comms=(), time=None):
     """Yields (stack leaf-first [(symbol, dso)], weight) per sample of `perf script`, except those of threads
-    named in skip_comms, and (when only_comms is given) of threads not named in it."""
-    proc = subprocess.Popen(["perf", "script", "-i", path, "-F", "comm,tid,period,ip,sym,dso"],
+    named in skip_comms, and (when only_comms is given) of threads not named in it; with time, only the samples
+    inside that window (perf script's --time: "START,STOP" in seconds, or percentages such as "40%-60%")."""
+    proc = subprocess.Popen(["perf", "script", "-i", path, "-F", "comm,tid,period,ip,sym,dso"]
+                            + (["--time", time] if time else []),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors="replace")
     stack, weight, skip = [], 1, False
     frame = re.compile(r"^\s+[0-9a-f]+\s+(.*?)(?:\+0x[0-9a-f]+)?\s+\((.*)\)$")
@@ -163,12 +165,13 @@ def main():
     p.add_argument("--requests", type=int, help="requests answered during the profile: shares as µs per request")
     p.add_argument("--skip-comm", action="append", default=[], help="leave out the samples of threads of this name")
     p.add_argument("--only-comm", action="append", default=[], help="count only the samples of threads of this name")
+    p.add_argument("--time", help="only samples in this window, as perf script --time takes it (e.g. 12.3,12.6)")
     a = p.parse_args()
 
     layers, symbols, inclusive = collections.Counter(), collections.Counter(), collections.Counter()
     folded = collections.Counter()
     total = 0
-    for stack, weight in samples(a.data, set(a.skip_comm), set(a.only_comm)):
+    for stack, weight in samples(a.data, set(a.skip_comm), set(a.only_comm), a.time):
         total += weight
         leaf_sym, leaf_dso = stack[0]
         layers[layer(leaf_sym, leaf_dso)] += weight

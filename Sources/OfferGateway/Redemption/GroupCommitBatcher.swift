@@ -1,10 +1,18 @@
 /// The group-commit state machine of one writer (pure: events in, actions out; no IO, no clock).
 ///
 /// At most `maxInFlight` batches commit at a time (one for a campaign, whose batches serialise on its row anyway).
-/// A request that arrives while fewer are committing starts a batch at once (or, with a linger window, when the
-/// window's timer fires); requests that arrive while every slot is committing wait and form the next batch, up to
-/// `maxBatchSize`. So under light load a request costs one transaction of its own, and under heavy load the hot
-/// row is locked and fsynced once per batch instead of once per request.
+/// A request that arrives while none is committing starts a batch at once (or, with a linger window, when the
+/// window's timer fires); requests that arrive meanwhile wait and form the next batch, up to `maxBatchSize`. So under
+/// light load a request costs one transaction of its own, and under heavy load the hot row is locked and fsynced
+/// once per batch instead of once per request.
+///
+/// A slot beyond the first is for bursts and slow commits: another batch starts while one commits only once twice as
+/// many requests wait as the batch started last carried. A lone first request then holds up the burst behind it for
+/// two arrivals only, and a commit that takes twice as long as the one before it is overtaken, while a steady stream
+/// fills its batches as one slot would: as many arrive during a commit as it carries, and they go when it ends.
+/// Opening every free slot at once split steady load into twice the batches, half as large, and each batch costs
+/// PostgreSQL a statement and a commit (docs/perf/b9-retention.md, round 4). Requests never wait for more than the
+/// batches committing: when the last of them ends, whatever waits goes.
 struct GroupCommitBatcher<Item: Sendable>: Sendable {
     /// What the owner must do next.
     enum Action: Sendable {
@@ -33,6 +41,8 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
     private var isLingering = false
     /// Batches committing now.
     private(set) var inFlight = 0
+    /// How many requests the batch started last carried: twice as many must wait before another slot opens.
+    private var lastBatchSize = 0
     private(set) var queue: [Item] = []
 
     var phase: Phase { inFlight > 0 ? .committing : isLingering ? .lingering : .idle }
@@ -46,7 +56,7 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
     /// A request arrived.
     mutating func submit(_ item: Item) -> Action {
         queue.append(item)
-        if isLingering || inFlight >= maxInFlight { return .none }
+        if isLingering || !mayStart { return .none }
         if lingers && inFlight == 0 {
             isLingering = true
             return .startTimer
@@ -65,7 +75,7 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
     mutating func batchFinished() -> Action {
         guard inFlight > 0 else { return .none }
         inFlight -= 1
-        return queue.isEmpty ? .none : takeBatch()
+        return !queue.isEmpty && mayStart ? takeBatch() : .none
     }
 
     /// Removes and returns every queued item (shutdown).
@@ -75,8 +85,15 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
         return queue
     }
 
+    /// Whether the queue may start a batch now: with none committing, or with a slot free and twice as many waiting
+    /// as the last batch carried.
+    private var mayStart: Bool {
+        inFlight == 0 || (inFlight < maxInFlight && queue.count >= 2 * lastBatchSize)
+    }
+
     private mutating func takeBatch() -> Action {
         let n = min(maxBatchSize, queue.count)
+        lastBatchSize = n
         let batch = Array(queue.prefix(n))
         queue.removeFirst(n)
         inFlight += 1

@@ -5,11 +5,12 @@ import Synchronization
 /// The issued-signature ledger: signatures that arrive while every slot is committing form the next batch (one
 /// INSERT, one commit). Each `offers.sign` caller is answered only after its row committed, so no signature leaves
 /// the gateway unrecorded; under load the ledger costs one fsync per batch, not per signature. Ledger rows never
-/// conflict, so two batches commit at once: with one, a lone early signature took the slot and the rest of a burst
-/// waited a whole commit behind it; with four, batches were small and PostgreSQL's cost per row (the insert, its
-/// indexes, the foreign key and funnel triggers, the commit) rose by a third (docs/perf/b5-sign.md). Retention Messaging answers are recorded through the same writer, after
-/// they are given: each rides in the batch of signatures committing next (one statement for both tables), instead of
-/// a second writer's commit of its own.
+/// conflict, so two batches may commit at once: with one, a lone early signature took the slot and the rest of a
+/// burst waited a whole commit behind it. The second slot opens for bursts only (`GroupCommitBatcher`): opened
+/// whenever free, it halved the batches, and PostgreSQL's cost per row (the insert, its indexes, the key and funnel
+/// triggers, the commit) is mostly per statement (docs/perf/b5-sign.md, docs/perf/b9-retention.md round 4).
+/// Retention Messaging answers are recorded through the same writer, after they are given: each rides in the batch
+/// of signatures committing next (one statement for both tables), instead of a second writer's commit of its own.
 typealias LedgerWriter = GroupCommitWriter<LedgerEntry>
 
 /// One ledger row: a signature and its tenant.
