@@ -108,6 +108,41 @@ struct GroupCommitWriterTests {
         #expect(outcomes.all == [1: "committed", 2: "committed", 3: "unavailable"])
     }
 
+    @Test("A deferrable row rides in the next batch, goes alone after the deferral window, and is flushed by finish()")
+    func deferrableRows() async throws {
+        let commits = HeldCommits()
+        let outcomes = Outcomes()
+        let writer = GroupCommitWriter<Int>(maxInFlight: 2, deferral: .milliseconds(200)) { commits.commit($0, $1) }
+        writer.submit(1, deferrable: true, done: outcomes.done(1))
+        writer.submit(2, done: outcomes.done(2))
+        #expect(commits.batches == [[1, 2]], "the deferred row rides with the next one waited for")
+        commits.finish(0)
+        #expect(outcomes.all == [1: "committed", 2: "committed"])
+
+        let queued = ContinuousClock.now
+        writer.submit(3, deferrable: true, done: outcomes.done(3))
+        #expect(commits.batches.count == 1, "alone, a deferred row starts no commit at once")
+        #expect(await eventually(timeout: .seconds(30)) { commits.batches.count == 2 })
+        #expect(ContinuousClock.now - queued >= .milliseconds(200), "it went when its window ended")
+        #expect(commits.batches.last == [3])
+        commits.finish(1)
+        #expect(outcomes.all[3] == "committed")
+
+        writer.submit(4, deferrable: true, done: outcomes.done(4))
+        let returned = Mutex(false)
+        let running = Task {
+            await writer.run()
+            returned.withLock { $0 = true }
+        }
+        writer.finish()
+        #expect(commits.batches.last == [4], "finish() commits the deferred rows at once")
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(!returned.withLock { $0 }, "run() waits for that commit")
+        commits.finish(2)
+        await running.value
+        #expect(outcomes.all[4] == "committed")
+    }
+
     @Test("An idle writer's run() returns at finish()")
     func finishIdle() async {
         let writer = GroupCommitWriter<Int>(maxInFlight: 2) { _, committed in committed(.success(())) }

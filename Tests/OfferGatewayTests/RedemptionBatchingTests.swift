@@ -168,6 +168,59 @@ struct RedemptionBatcherTests {
         #expect(two.dropFirst(4).allSatisfy { $0 == 8 }, "\(two)")
     }
 
+    @Test("A deferrable item starts no batch: it rides with the next waited-for one, or goes when its timer fires")
+    func deferrableItemsRide() {
+        var b = Batcher(maxBatchSize: 10, maxInFlight: 2)
+        guard case .startTimer = b.submit(1, deferrable: true) else {
+            Issue.record("a deferrable item alone asks for its timer")
+            return
+        }
+        #expect(Self.batch(b.submit(2, deferrable: true)) == nil, "one timer for the deferred items")
+        #expect(b.phase == .idle && b.queue == [1, 2])
+        #expect(Self.batch(b.submit(3)) == [1, 2, 3], "a waited-for item starts a batch and the deferred ones ride")
+        #expect(Self.batch(b.timerFired()) == nil, "the timer finds nothing left to flush")
+
+        // Deferred items queued while a batch commits go with it at its end only if due.
+        guard case .startTimer = b.submit(4, deferrable: true) else {
+            Issue.record("the last timer fired: a new one")
+            return
+        }
+        #expect(Self.batch(b.batchFinished()) == nil, "not due, and nobody waits: the item stays")
+        #expect(Self.batch(b.timerFired()) == [4], "due, with none committing: it goes")
+        guard case .startTimer = b.submit(5, deferrable: true) else {
+            Issue.record("a new timer for the new deferred item")
+            return
+        }
+        #expect(
+            Self.batch(b.submit(6)) == [5, 6], "a waited-for item opening the second slot carries the deferred one")
+        #expect(Self.batch(b.timerFired()) == nil)
+        // Due deferred items wait for the batches committing, and no longer.
+        guard case .startTimer = b.submit(7, deferrable: true) else {
+            Issue.record("a timer for item 7")
+            return
+        }
+        #expect(Self.batch(b.timerFired()) == nil, "due, but both slots commit")
+        #expect(Self.batch(b.batchFinished()) == nil, "one slot free, too few queued to open it beside the other")
+        #expect(Self.batch(b.batchFinished()) == [7], "none committing: the due item goes")
+        _ = b.batchFinished()
+        #expect(b.phase == .idle)
+
+        // flush(): the deferred items go at once (shutdown).
+        _ = b.submit(8, deferrable: true)
+        #expect(Self.batch(b.flush()) == [8])
+        #expect(Self.batch(b.flush()) == nil, "nothing queued: no empty batch")
+    }
+
+    @Test("A lingering batcher waits for its window with every item, deferrable or not")
+    func lingeringTreatsEveryItemAsWaited() {
+        var b = Batcher(maxBatchSize: 10, lingers: true)
+        guard case .startTimer = b.submit(1, deferrable: true) else {
+            Issue.record("the linger window starts")
+            return
+        }
+        #expect(Self.batch(b.timerFired()) == [1])
+    }
+
     @Test func drainReturnsQueued() {
         var b = Batcher(maxBatchSize: 10)
         _ = b.submit(1)

@@ -13,12 +13,17 @@
 /// Opening every free slot at once split steady load into twice the batches, half as large, and each batch costs
 /// PostgreSQL a statement and a commit (docs/perf/b9-retention.md, round 4). Requests never wait for more than the
 /// batches committing: when the last of them ends, whatever waits goes.
+///
+/// A deferrable item (one nobody waits for: a retention answer's record, written after the answer) never starts a
+/// batch by itself: it rides in the next batch that starts for a waiting one, or, if none comes, in a batch started
+/// when the timer it asked for fires (`timerFired()`), or at `flush()`. (A lingering batcher treats every item as
+/// waiting: its one timer is the linger window.)
 struct GroupCommitBatcher<Item: Sendable>: Sendable {
     /// What the owner must do next.
     enum Action: Sendable {
         /// Commit these items as one batch, then report `batchFinished()`.
         case commit([Item])
-        /// Start a timer for the linger window, then report `timerFired()`.
+        /// Start a timer (the linger window, or how long a deferrable item may wait), then report `timerFired()`.
         case startTimer
         /// Nothing to do now.
         case none
@@ -44,6 +49,13 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
     /// How many requests the batch started last carried: twice as many must wait before another slot opens.
     private var lastBatchSize = 0
     private(set) var queue: [Item] = []
+    /// Queued items that someone waits for (not deferrable); while there are none, the queue starts no batch unless
+    /// its deferred items are due.
+    private var waiting = 0
+    /// Whether a timer for the deferred items runs.
+    private var deferralTimerRuns = false
+    /// Whether the deferred items waited long enough (their timer fired, or `flush()`): they may start a batch.
+    private var deferredDue = false
 
     var phase: Phase { inFlight > 0 ? .committing : isLingering ? .lingering : .idle }
 
@@ -53,10 +65,17 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
         self.lingers = lingers
     }
 
-    /// A request arrived.
-    mutating func submit(_ item: Item) -> Action {
+    /// A request arrived; a `deferrable` one waits for a batch started by another, or for its timer.
+    mutating func submit(_ item: Item, deferrable: Bool = false) -> Action {
         queue.append(item)
-        if isLingering || !mayStart { return .none }
+        if !deferrable || lingers { waiting += 1 }
+        if isLingering { return .none }
+        if waiting == 0 && !deferredDue {
+            if deferralTimerRuns { return .none }
+            deferralTimerRuns = true
+            return .startTimer
+        }
+        if !mayStart { return .none }
         if lingers && inFlight == 0 {
             isLingering = true
             return .startTimer
@@ -64,11 +83,22 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
         return takeBatch()
     }
 
-    /// The linger window ended.
+    /// The timer asked for ended: the linger window, or the deferred items' wait.
     mutating func timerFired() -> Action {
-        guard isLingering else { return .none }
-        isLingering = false
-        return takeBatch()
+        if isLingering {
+            isLingering = false
+            return takeBatch()
+        }
+        guard deferralTimerRuns else { return .none }
+        deferralTimerRuns = false
+        return flush()
+    }
+
+    /// Deferred items wait no longer: they start a batch as waiting ones would (with none committing, at once).
+    mutating func flush() -> Action {
+        guard !queue.isEmpty else { return .none }
+        deferredDue = true
+        return mayStart ? takeBatch() : .none
     }
 
     /// A committing batch finished (committed or failed; its items were answered by the owner).
@@ -80,15 +110,18 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
 
     /// Removes and returns every queued item (shutdown).
     mutating func drain() -> [Item] {
-        defer { queue.removeAll() }
+        defer {
+            queue.removeAll()
+            (waiting, deferredDue) = (0, false)
+        }
         isLingering = false
         return queue
     }
 
-    /// Whether the queue may start a batch now: with none committing, or with a slot free and twice as many waiting
-    /// as the last batch carried.
+    /// Whether the queue may start a batch now: when someone waits in it (or its deferred items are due), with none
+    /// committing, or with a slot free and twice as many queued as the last batch carried.
     private var mayStart: Bool {
-        inFlight == 0 || (inFlight < maxInFlight && queue.count >= 2 * lastBatchSize)
+        (waiting > 0 || deferredDue) && (inFlight == 0 || (inFlight < maxInFlight && queue.count >= 2 * lastBatchSize))
     }
 
     private mutating func takeBatch() -> Action {
@@ -96,6 +129,9 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
         lastBatchSize = n
         let batch = Array(queue.prefix(n))
         queue.removeFirst(n)
+        // What a full batch left behind goes next as if waited for (which of it was deferrable is not kept).
+        waiting = queue.count
+        deferredDue = false
         inFlight += 1
         return .commit(batch)
     }

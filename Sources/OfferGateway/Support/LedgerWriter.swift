@@ -52,10 +52,11 @@ extension GroupCommitWriter where Row == LedgerEntry {
         try await write(.signature(LedgerRow(tenant: tenant, signature: signature)))
     }
 
-    /// Queues an answer's record, to be committed with the batch of signatures it joins; `failed` is told if it
-    /// could not be.
+    /// Queues an answer's record, to be committed with the batch of signatures it joins (deferrable: it starts no
+    /// commit of its own unless no signature comes within the writer's deferral window); `failed` is told if it could
+    /// not be.
     func record(_ answer: RetentionAnswerRow, failed: @escaping @Sendable (any Error) -> Void) {
-        submit(.retentionAnswer(answer)) { result in
+        submit(.retentionAnswer(answer), deferrable: true) { result in
             if case .failure(let error) = result { failed(error) }
         }
     }
@@ -89,13 +90,19 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     }
 
     private let commitRows: Commit
+    /// How long a deferrable row waits for a batch to ride in before it starts one.
+    private let deferral: Duration
     private let state: Mutex<State>
     /// Finished once the writer is finished and drained (what `run()` waits for); it never yields.
     private let drained: AsyncStream<Never>
     private let drainedIn: AsyncStream<Never>.Continuation
 
-    init(maxBatchSize: Int = 1_024, maxInFlight: Int = 4, commit: @escaping Commit) {
+    init(
+        maxBatchSize: Int = 1_024, maxInFlight: Int = 4, deferral: Duration = .milliseconds(100),
+        commit: @escaping Commit
+    ) {
         self.commitRows = commit
+        self.deferral = deferral
         self.state = Mutex(State(batcher: GroupCommitBatcher(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight)))
         (drained, drainedIn) = AsyncStream.makeStream(of: Never.self)
     }
@@ -108,12 +115,15 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
     }
 
     /// Queues the row and returns at once; `done` is told once it is committed, or what went wrong (for rows whose
-    /// writer need not wait, without a task of their own).
-    func submit(_ row: Row, done: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    /// writer need not wait, without a task of their own). A `deferrable` row (nobody waits for it) rides in the next
+    /// batch that starts for another row, or starts one after the writer's deferral window.
+    func submit(
+        _ row: Row, deferrable: Bool = false, done: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         let pending = Pending(row: row, done: done)
         let action = state.withLock { state -> GroupCommitBatcher<Pending>.Action? in
             guard !state.finished else { return nil }
-            return state.batcher.submit(pending)
+            return state.batcher.submit(pending, deferrable: deferrable)
         }
         guard let action else {
             done(.failure(Self.stopped))
@@ -127,17 +137,31 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
         for await _ in drained {}
     }
 
-    /// No new rows; `run` returns once the batches already formed are committed.
+    /// No new rows; `run` returns once the rows already queued (deferred ones too) are committed.
     func finish() {
-        let drained = state.withLock { state -> Bool in
+        let (action, drained) = state.withLock { state in
             state.finished = true
-            return state.drained
+            return (state.batcher.flush(), state.drained)
         }
+        hand(action)
         if drained { drainedIn.finish() }
     }
 
     private func hand(_ action: GroupCommitBatcher<Pending>.Action) {
-        guard case .commit(let batch) = action else { return }
+        switch action {
+        case .none:
+            return
+        case .startTimer:
+            DeadlineTimer.shared.schedule(at: .now + deferral) {
+                self.hand(self.state.withLock { $0.batcher.timerFired() })
+            }
+            return
+        case .commit(let batch):
+            commit(batch)
+        }
+    }
+
+    private func commit(_ batch: [Pending]) {
         commitRows(batch.map(\.row)) { result in
             // The slot is free: the next batch starts before this one's callers are told, so the database works on
             // it meanwhile.
