@@ -219,6 +219,13 @@ struct RedemptionBatcherTests {
             return
         }
         #expect(Self.batch(b.timerFired()) == [1])
+        _ = b.batchFinished()
+        guard case .startTimer = b.submit(2) else {
+            Issue.record("idle again: a new window")
+            return
+        }
+        #expect(Self.batch(b.flush()) == [2], "flush() ends the window")
+        #expect(Self.batch(b.timerFired()) == nil, "the window's timer then finds nothing to take")
     }
 
     @Test func drainReturnsQueued() {

@@ -94,9 +94,11 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
         return flush()
     }
 
-    /// Deferred items wait no longer: they start a batch as waiting ones would (with none committing, at once).
+    /// Deferred items (and a linger window) wait no longer: the queue starts a batch as waiting items would (with
+    /// none committing, at once).
     mutating func flush() -> Action {
         guard !queue.isEmpty else { return .none }
+        isLingering = false
         deferredDue = true
         return mayStart ? takeBatch() : .none
     }

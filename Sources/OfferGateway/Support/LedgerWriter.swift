@@ -9,8 +9,9 @@ import Synchronization
 /// burst waited a whole commit behind it. The second slot opens for bursts only (`GroupCommitBatcher`): opened
 /// whenever free, it halved the batches, and PostgreSQL's cost per row (the insert, its indexes, the key and funnel
 /// triggers, the commit) is mostly per statement (docs/perf/b5-sign.md, docs/perf/b9-retention.md round 4).
-/// Retention Messaging answers are recorded through the same writer, after they are given: each rides in the batch
-/// of signatures committing next (one statement for both tables), instead of a second writer's commit of its own.
+/// Retention Messaging answers are recorded through the same writer, after they are given: each rides in the next
+/// batch started for signatures (one statement for both tables), instead of a commit of its own; only when no
+/// signature comes within the deferral window (100 ms) do the waiting answers go alone.
 typealias LedgerWriter = GroupCommitWriter<LedgerEntry>
 
 /// One ledger row: a signature and its tenant.
