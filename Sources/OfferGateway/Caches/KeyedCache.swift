@@ -45,12 +45,12 @@ final class KeyedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// entry whose key was since dropped or kept again (under a new serial) is stale and skipped.
         var order = ChunkedQueue<OrderEntry>()
         var nextSerial: UInt64 = 0
-
-        /// Whether `entry` is its key's current place in the order (not left by a key dropped or kept again since).
-        func isCurrent(_ entry: OrderEntry) -> Bool { values[entry.key]?.serial == entry.serial }
         /// False between `invalidateAll(keepingNew: false)` and the next `invalidateAll()`: loads are still shared
         /// but nothing is kept (nothing loaded meanwhile is provably current).
         var keeping = true
+
+        /// Whether `entry` is its key's current place in the order (not left by a key dropped or kept again since).
+        func isCurrent(_ entry: OrderEntry) -> Bool { values[entry.key]?.serial == entry.serial }
     }
 
     private enum Lookup {

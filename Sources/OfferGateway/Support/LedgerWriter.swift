@@ -156,7 +156,6 @@ final class GroupCommitWriter<Row: Sendable>: Sendable {
             DeadlineTimer.shared.schedule(at: .now + deferral) {
                 self.hand(self.state.withLock { $0.batcher.timerFired() })
             }
-            return
         case .commit(let batch):
             commit(batch)
         }
