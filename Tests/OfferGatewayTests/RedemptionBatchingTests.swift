@@ -168,6 +168,41 @@ struct RedemptionBatcherTests {
         #expect(two.dropFirst(4).allSatisfy { $0 == 8 }, "\(two)")
     }
 
+    @Test("In a closed loop, a burst ratio of 1 overlaps two batches of one size; the default ratio of 2 keeps one")
+    func closedLoopOverlapsWithRatioOne() {
+        // 12 clients, each submitting again one tick after its answer; every commit takes 10 ticks.
+        func run(burstRatio: Int) -> (answered: Int, lastSizes: [Int], ticksWithTwo: Int) {
+            var b = Batcher(maxBatchSize: 1_000, maxInFlight: 2, burstRatio: burstRatio)
+            var committing: [(endsAt: Int, items: [Int])] = []
+            var arrivals: [Int: [Int]] = [:]
+            for client in 0..<12 { arrivals[client, default: []].append(client) }
+            var (answered, sizes, ticksWithTwo) = (0, [Int](), 0)
+            func take(_ action: Batcher.Action, at t: Int) {
+                if let items = Self.batch(action) {
+                    committing.append((t + 10, items))
+                    sizes.append(items.count)
+                }
+            }
+            for t in 0..<600 {
+                while let i = committing.firstIndex(where: { $0.endsAt == t }) {
+                    let done = committing.remove(at: i)
+                    answered += done.items.count
+                    for client in done.items { arrivals[t + 1, default: []].append(client) }
+                    take(b.batchFinished(), at: t)
+                }
+                for client in arrivals[t] ?? [] { take(b.submit(client), at: t) }
+                if committing.count == 2 { ticksWithTwo += 1 }
+            }
+            return (answered, Array(sizes.suffix(8)), ticksWithTwo)
+        }
+        let one = run(burstRatio: 1)
+        let two = run(burstRatio: 2)
+        #expect(one.ticksWithTwo > 500, "ratio 1: two batches commit most of the time (\(one))")
+        #expect(Set(one.lastSizes).count == 1 && one.lastSizes[0] >= 4, "ratio 1: batches of one size (\(one))")
+        #expect(two.ticksWithTwo < 30, "ratio 2: after the start, one batch at a time (\(two))")
+        #expect(one.answered > two.answered * 5 / 4, "ratio 1 answers more (\(one.answered) vs \(two.answered))")
+    }
+
     @Test("A deferrable item starts no batch: it rides with the next waited-for one, or goes when its timer fires")
     func deferrableItemsRide() {
         var b = Batcher(maxBatchSize: 10, maxInFlight: 2)

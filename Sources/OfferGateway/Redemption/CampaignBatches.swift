@@ -42,6 +42,7 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
     private let maxBatchSize: Int
     private let maxInFlight: Int
     private let linger: Duration?
+    private let burstRatio: Int
     private let owners = Mutex<[Key: GroupCommitBatcher<Pending>]>([:])
 
     /// - Parameters:
@@ -49,9 +50,15 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
     ///   - maxInFlight: most batches of one key committing at once.
     ///   - linger: an optional window an idle key waits before committing its first batch (nil: commit at
     ///     once; batches then form while the previous one commits).
-    convenience init(maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, commit: @escaping Commit) {
-        self.init(maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, commitsOnTasks: true) {
-            key, batch, reply in
+    ///   - burstRatio: how many times the last batch's size must wait before a further batch starts while one
+    ///     commits (`GroupCommitBatcher`).
+    convenience init(
+        maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, burstRatio: Int = 2, commit: @escaping Commit
+    ) {
+        self.init(
+            maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, burstRatio: burstRatio,
+            commitsOnTasks: true
+        ) { key, batch, reply in
             Task {
                 let answers: Answers
                 do {
@@ -67,15 +74,16 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
     /// The same with a commit that replies from the thread that finished it (a connection's queue), where the next
     /// batch then starts: no task, so no hop through the cooperative pool between one batch and the next.
     convenience init(
-        maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, committing: @escaping CommitWithReply
+        maxBatchSize: Int, maxInFlight: Int = 1, linger: Duration?, burstRatio: Int = 2,
+        committing: @escaping CommitWithReply
     ) {
         self.init(
-            maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, commitsOnTasks: false,
-            committing: committing)
+            maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, linger: linger, burstRatio: burstRatio,
+            commitsOnTasks: false, committing: committing)
     }
 
     private init(
-        maxBatchSize: Int, maxInFlight: Int, linger: Duration?, commitsOnTasks: Bool,
+        maxBatchSize: Int, maxInFlight: Int, linger: Duration?, burstRatio: Int, commitsOnTasks: Bool,
         committing: @escaping CommitWithReply
     ) {
         self.commitBatch = committing
@@ -83,6 +91,7 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
         self.maxBatchSize = maxBatchSize
         self.maxInFlight = maxInFlight
         self.linger = linger
+        self.burstRatio = burstRatio
     }
 
     /// Joins the key's next batch; returns (or throws) the batch's answer for `request`.
@@ -99,7 +108,8 @@ final class GroupCommits<K: Hashable & Sendable, Request: Sendable, Receipt: Sen
         let action = owners.withLock { owners in
             if owners[key] == nil {
                 owners[key] = GroupCommitBatcher(
-                    maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, lingers: linger != nil)
+                    maxBatchSize: maxBatchSize, maxInFlight: maxInFlight, lingers: linger != nil,
+                    burstRatio: burstRatio)
             }
             return owners[key]?.submit(pending) ?? .none
         }

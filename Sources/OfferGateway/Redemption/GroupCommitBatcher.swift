@@ -6,13 +6,16 @@
 /// light load a request costs one transaction of its own, and under heavy load the hot row is locked and fsynced
 /// once per batch instead of once per request.
 ///
-/// A slot beyond the first is for bursts and slow commits: another batch starts while one commits only once twice as
-/// many requests wait as the batch started last carried. A lone first request then holds up the burst behind it for
-/// two arrivals only, and a commit that takes twice as long as the one before it is overtaken, while a steady stream
-/// fills its batches as one slot would: as many arrive during a commit as it carries, and they go when it ends.
-/// Opening every free slot at once split steady load into twice the batches, half as large, and each batch costs
-/// PostgreSQL a statement and a commit (docs/perf/b9-retention.md, round 4). Requests never wait for more than the
-/// batches committing: when the last of them ends, whatever waits goes.
+/// A slot beyond the first is for bursts and slow commits: another batch starts while one commits only once
+/// `burstRatio` times as many requests wait as the batch started last carried (twice, by default). A lone first
+/// request then holds up the burst behind it for two arrivals only, and a commit that takes twice as long as the one
+/// before it is overtaken, while a steady stream fills its batches as one slot would: as many arrive during a commit
+/// as it carries, and they go when it ends. Opening every free slot at once split steady load into twice the batches,
+/// half as large, and each batch costs PostgreSQL a statement and a commit (docs/perf/b9-retention.md, round 4).
+/// Where a batch's cost is mostly per row rather than per statement (notifications, each with its JWS stored), a
+/// ratio of 1 lets a second batch as large as the last overlap it: in a closed loop of N requests, twice the last
+/// batch can never wait once that batch carries a third of N (docs/perf/b11-ingestion.md, session 36). Requests
+/// never wait for more than the batches committing: when the last of them ends, whatever waits goes.
 ///
 /// A deferrable item (one nobody waits for: a retention answer's record, written after the answer) never starts a
 /// batch by itself: it rides in the next batch that starts for a waiting one, or, if none comes, in a batch started
@@ -43,6 +46,8 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
     let maxInFlight: Int
     /// Whether idle requests wait for a timer (a linger window) before committing.
     let lingers: Bool
+    /// How many times the last batch's size must wait before a slot beyond the first opens.
+    let burstRatio: Int
     private var isLingering = false
     /// Batches committing now.
     private(set) var inFlight = 0
@@ -59,10 +64,11 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
 
     var phase: Phase { inFlight > 0 ? .committing : isLingering ? .lingering : .idle }
 
-    init(maxBatchSize: Int, maxInFlight: Int = 1, lingers: Bool = false) {
+    init(maxBatchSize: Int, maxInFlight: Int = 1, lingers: Bool = false, burstRatio: Int = 2) {
         self.maxBatchSize = max(1, maxBatchSize)
         self.maxInFlight = max(1, maxInFlight)
         self.lingers = lingers
+        self.burstRatio = max(1, burstRatio)
     }
 
     /// A request arrived; a `deferrable` one waits for a batch started by another, or for its timer.
@@ -121,9 +127,10 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
     }
 
     /// Whether the queue may start a batch now: when someone waits in it (or its deferred items are due), with none
-    /// committing, or with a slot free and twice as many queued as the last batch carried.
+    /// committing, or with a slot free and `burstRatio` times as many queued as the last batch carried.
     private var mayStart: Bool {
-        (waiting > 0 || deferredDue) && (inFlight == 0 || (inFlight < maxInFlight && queue.count >= 2 * lastBatchSize))
+        (waiting > 0 || deferredDue)
+            && (inFlight == 0 || (inFlight < maxInFlight && queue.count >= burstRatio * lastBatchSize))
     }
 
     private mutating func takeBatch() -> Action {

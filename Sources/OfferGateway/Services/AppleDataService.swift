@@ -23,6 +23,11 @@ struct AppleDataService: Sendable {
     /// A tenant's notification groups committing at once (so the next group's statements overlap a commit's WAL
     /// flush).
     static let notificationGroupsInFlight = 2
+    /// A second group starts while one commits once as many wait as that one carries, not twice as many: a group's
+    /// cost is mostly per notification (its JWS stored), so two of one size cost PostgreSQL about what one twice as
+    /// large would, and two backends then share the cores with the verifications (docs/perf/b11-ingestion.md,
+    /// session 36).
+    static let notificationBurstRatio = 1
 
     init(repository: AppleDataRepository, caches: GatewayCaches, verifier: AppleSignedDataVerifier, ingested: Counter) {
         self.repository = repository
@@ -30,7 +35,8 @@ struct AppleDataService: Sendable {
         self.verifier = verifier
         self.ingested = ingested
         notifications = GroupCommits(
-            maxBatchSize: Self.maxNotificationGroup, maxInFlight: Self.notificationGroupsInFlight, linger: nil
+            maxBatchSize: Self.maxNotificationGroup, maxInFlight: Self.notificationGroupsInFlight, linger: nil,
+            burstRatio: Self.notificationBurstRatio
         ) { tenant, batches in
             await repository.ingestNotifications(tenant: tenant, batches).map { $0.mapError { $0 as any Error } }
         }
