@@ -337,7 +337,7 @@ public struct AppleDataRepository: Sendable {
     private static func adopt(_ tx: PostgresTransaction, tenant: UUID, chain: String, customerId: String)
         async throws -> Int
     {
-        let queries = adoptQueries(tenant: tenant, chain: chain, customerId: customerId)
+        let queries = adoptQueries(tenant: tenant, chains: [chain], customers: [customerId])
         let transactions = try await tx.query(queries[0])
         // Purchases kept unlinked so far are attributed now that their customer is known.
         try await attribute(
@@ -346,18 +346,21 @@ public struct AppleDataRepository: Sendable {
         return transactions.count + renewals.count
     }
 
-    /// Adoption's two statements: the chain's unlinked transactions (their ids come back), then its renewal infos.
-    static func adoptQueries(tenant: UUID, chain: String, customerId: String) -> [PostgresQuery] {
+    /// Adoption's two statements for chains newly linked (each chain once, with its customer at the same index):
+    /// their unlinked transactions (the ids come back), then their renewal infos.
+    static func adoptQueries(tenant: UUID, chains: [String], customers: [String]) -> [PostgresQuery] {
         [
             """
-            UPDATE apple_transactions SET customer_id = \(customerId)
-            WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
-                AND app_account_token IS NULL
-            RETURNING transaction_id
+            UPDATE apple_transactions AS t SET customer_id = l.customer
+            FROM unnest(\(chains)::text[], \(customers)::text[]) AS l(chain, customer)
+            WHERE t.tenant_id = \(tenant) AND t.original_transaction_id = l.chain AND t.customer_id IS NULL
+                AND t.app_account_token IS NULL
+            RETURNING t.transaction_id
             """,
             """
-            UPDATE apple_renewal_infos SET customer_id = \(customerId)
-            WHERE tenant_id = \(tenant) AND original_transaction_id = \(chain) AND customer_id IS NULL
+            UPDATE apple_renewal_infos AS r SET customer_id = l.customer
+            FROM unnest(\(chains)::text[], \(customers)::text[]) AS l(chain, customer)
+            WHERE r.tenant_id = \(tenant) AND r.original_transaction_id = l.chain AND r.customer_id IS NULL
             RETURNING 1
             """,
         ]

@@ -210,15 +210,14 @@ extension AppleDataRepository {
             }
         }
         // A new link gives the chain's records kept unlinked so far (none of this group's: they all have their
-        // customer) to its customer, one round trip for all; their purchases are attributed now.
+        // customer) to its customer, two statements for all; their purchases are attributed now.
         if !linked.isEmpty {
             let adoption = try await tx.pipeline(
-                linked.flatMap { adoptQueries(tenant: tenant, chain: $0.chain, customerId: $0.customer) },
+                adoptQueries(tenant: tenant, chains: linked.map(\.chain), customers: linked.map(\.customer)),
                 prepared: true
             ).map { try $0.get() }
-            let adopted = try stride(from: 0, to: adoption.count, by: 2).flatMap { i in
-                try adoption[i].map { try $0.decode(String.self, at: 0) }
-            }
+            guard adoption.count == 2 else { throw StoreError.corrupt("adoption returned \(adoption.count) results") }
+            let adopted = try adoption[0].map { try $0.decode(String.self, at: 0) }
             try await attribute(tx, tenant: tenant, transactionIds: adopted)
         }
         return tokened.map { index, _ in

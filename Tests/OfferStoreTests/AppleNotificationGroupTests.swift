@@ -130,6 +130,46 @@ struct AppleNotificationGroupTests {
         }
     }
 
+    @Test(
+        "A group's new links adopt each chain's data kept unlinked before, as one by one would; other chains keep theirs"
+    )
+    func groupLinksAdoptUnlinkedData() async throws {
+        try await Self.withTenants(2) { db, _, tenants in
+            let (grouped, sequential) = (tenants[0], tenants[1])
+            // Three chains' first notifications without a token: kept unlinked, renewal infos with them.
+            let early = ["A", "B", "C"].map { chain in
+                Self.notification(UUID(), chain: chain, transaction: "\(chain)1", token: nil, signed: 1)
+            }
+            // Renewals of A and B carry their customers' tokens; C's data stays unlinked.
+            let group = ["A", "B"].enumerated().map { i, chain in
+                Self.notification(
+                    UUID(), chain: chain, transaction: "\(chain)2", token: "0b11c0de-0000-4000-8000-00000000000\(i)",
+                    signed: 2)
+            }
+            let repository = db.appleData
+            for tenant in [grouped, sequential] {
+                for item in early { _ = try await repository.ingest(tenant: tenant, item) }
+            }
+            let answers = try await repository.ingestNotifications(tenant: grouped, group).map { try $0.get() }
+            var oneByOne: [AppleIngestOutcome] = []
+            for item in group { oneByOne.append(try await repository.ingest(tenant: sequential, item)) }
+            #expect(answers.map(\.customers) == oneByOne.map(\.customers))
+            let groupedState = try await Self.state(db, grouped)
+            #expect(groupedState == (try await Self.state(db, sequential)))
+            for (i, chain) in ["A", "B"].enumerated() {
+                let customer = "0b11c0de-0000-4000-8000-00000000000\(i)"
+                #expect(
+                    groupedState.contains { $0.hasPrefix("\(chain)1|\(chain)|\(customer)|") },
+                    "the unlinked transaction of \(chain) is its customer's now: \(groupedState)")
+                #expect(
+                    groupedState.contains { $0.hasPrefix("\(chain)|\(customer)|") },
+                    "so is \(chain)'s renewal info: \(groupedState)")
+            }
+            #expect(groupedState.contains { $0.hasPrefix("C1|C|-|") }, "C has no link: its data stays unlinked")
+            #expect(groupedState.contains { $0.hasPrefix("C|-|") })
+        }
+    }
+
     @Test("A notification the database refuses fails alone; the others of its group are stored")
     func badOneAmongGoodOnes() async throws {
         try await Self.withTenants(1) { db, _, tenants in
