@@ -59,6 +59,13 @@ public enum JSONString {
         let control = (word &- ones &* 0x20) & ~word & highs != 0
         return control || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
     }
+
+    /// True when all eight bytes of `word` stand for themselves inside a JSON string literal: ASCII, none below 0x20,
+    /// none `"` or `\`. A parser skips such words whole (a JWS in a request is thousands of them).
+    @inlinable
+    public static func isPlainASCII(_ word: UInt64) -> Bool {
+        word & 0x8080_8080_8080_8080 == 0 && !mayNeedEscaping(word)
+    }
 }
 
 /// Decimal integers as ASCII digits, written without an intermediate `String` (JSON numbers, the V1 payload's

@@ -110,6 +110,23 @@ struct JSONStringTests {
         let clean = String(repeating: "\u{20}!#[]~\u{7F}é", count: 40)
         #expect(Self.escaped(clean) == "\"" + clean + "\"")
     }
+
+    @Test(
+        "a word is plain ASCII exactly when each of its bytes is ASCII, not a control character, not a quote or backslash"
+    )
+    func plainASCIIWords() {
+        for position in 0..<8 {
+            for value in 0...255 {
+                for filler: UInt8 in [UInt8(ascii: "a"), 0x20, 0x7F] {
+                    var bytes = [UInt8](repeating: filler, count: 8)
+                    bytes[position] = UInt8(value)
+                    let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    let plain = value >= 0x20 && value < 0x80 && value != 0x22 && value != 0x5C
+                    #expect(JSONString.isPlainASCII(word) == plain, "byte \(value) at \(position) among \(filler)")
+                }
+            }
+        }
+    }
 }
 
 @Suite("Decimal integers")

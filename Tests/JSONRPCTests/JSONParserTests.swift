@@ -124,6 +124,34 @@ import Testing
         #expect(JSONNumber(lexeme: "12") == JSONNumber(12))
     }
 
+    @Test("every character is read right at every offset of a long string (the fast path skips eight plain bytes)")
+    func charactersAtEveryOffset() throws {
+        let specials: [(json: String, value: String)] = [
+            ("\\\"", "\""), ("\\\\", "\\"), ("\\n", "\n"), ("\\u00e9", "é"), ("é", "é"), ("🎉", "🎉"), ("~", "~"),
+            ("\u{7F}", "\u{7F}"),
+        ]
+        for length in [7, 8, 9, 16, 23, 24, 25] {
+            for (json, value) in specials {
+                for offset in 0...length {
+                    let plain = String(repeating: "x", count: length)
+                    let at = plain.index(plain.startIndex, offsetBy: offset)
+                    let text = "\"" + plain[..<at] + json + plain[at...] + "\""
+                    let expected = String(plain[..<at]) + value + String(plain[at...])
+                    #expect(try JSONParsing.parse(text) == .string(expected), "\(text)")
+                }
+            }
+            // A control character, raw, at any offset is an error; so is a string without its closing quote.
+            for offset in 0...length {
+                let plain = String(repeating: "x", count: length)
+                let at = plain.index(plain.startIndex, offsetBy: offset)
+                #expect(throws: JSONRPCError.self) {
+                    try JSONParsing.parse("\"" + plain[..<at] + "\u{01}" + plain[at...] + "\"")
+                }
+            }
+            #expect(throws: JSONRPCError.self) { try JSONParsing.parse("\"" + String(repeating: "x", count: length)) }
+        }
+    }
+
     @Test func hugeStringsRoundTrip() throws {
         let big = String(repeating: "ab\"c\\é😀\n", count: 200_000)
         let bytes = JSONSerializer.serialize(.string(big))
