@@ -149,6 +149,16 @@ import Testing
                 }
             }
             #expect(throws: JSONRPCError.self) { try JSONParsing.parse("\"" + String(repeating: "x", count: length)) }
+            // Bytes that are not UTF-8 at any offset are errors too, not skipped with the plain words around them.
+            for bad: [UInt8] in [[0xFF], [0x80], [0xC3]] {
+                for offset in 0...length {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "x"), count: length)
+                    bytes.insert(contentsOf: bad, at: offset)
+                    #expect(throws: JSONRPCError.self, "\(bad) at \(offset) of \(length)") {
+                        try JSONParsing.parse([0x22] + bytes + [0x22])
+                    }
+                }
+            }
         }
     }
 

@@ -140,11 +140,12 @@ struct AppleNotificationGroupTests {
             let early = ["A", "B", "C"].map { chain in
                 Self.notification(UUID(), chain: chain, transaction: "\(chain)1", token: nil, signed: 1)
             }
-            // Renewals of A and B carry their customers' tokens; C's data stays unlinked.
+            // Renewals of A and B carry their customers' tokens (and no renewal info of their own, so the earlier
+            // ones reach the customer by adoption alone); C's data stays unlinked.
             let group = ["A", "B"].enumerated().map { i, chain in
                 Self.notification(
                     UUID(), chain: chain, transaction: "\(chain)2", token: "0b11c0de-0000-4000-8000-00000000000\(i)",
-                    signed: 2)
+                    signed: 2, renewal: false)
             }
             let repository = db.appleData
             for tenant in [grouped, sequential] {

@@ -24,7 +24,7 @@ import datetime
 import re
 import statistics
 
-LINE = re.compile(r"(\S+ \S+) UTC \[(\d+)\] (\w+):\s+(.*)")
+LINE = re.compile(r"(\S+ \S+) \S+ \[(\d+)\] (\w+):\s+(.*)")  # %m: date, time, zone
 DURATION = re.compile(r"duration: ([\d.]+) ms\s+(parse|bind|execute) (<unnamed>|[^:]+): (.*)")
 
 
@@ -70,7 +70,7 @@ def main():
         per_statement[key][1] += ms
         if kind == "execute" and text.startswith("BEGIN"):
             open_tx[pid] = {"start": at, "last": at, "busy": 0.0, "gaps": collections.defaultdict(float),
-                            "texts": [], "first": None}
+                            "texts": []}
             continue
         tx = open_tx.get(pid)
         if tx is None:
@@ -80,8 +80,6 @@ def main():
         tx["last"] = at
         tx["busy"] += ms
         tx["texts"].append(text)
-        if tx["first"] is None:
-            tx["first"] = began
         if kind == "execute" and text.startswith("COMMIT"):
             tx["end"], tx["pid"] = at, pid
             transactions.append(tx)

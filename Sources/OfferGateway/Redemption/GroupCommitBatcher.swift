@@ -14,7 +14,7 @@
 /// half as large, and each batch costs PostgreSQL a statement and a commit (docs/perf/b9-retention.md, round 4).
 /// Where a batch's cost is mostly per row rather than per statement (notifications, each with its JWS stored), a
 /// ratio of 1 lets a second batch as large as the last overlap it: in a closed loop of N requests, twice the last
-/// batch can never wait once that batch carries a third of N (docs/perf/b11-ingestion.md, session 36). Requests
+/// batch can never wait once that batch carries more than a third of N (docs/perf/b11-ingestion.md, session 36). Requests
 /// never wait for more than the batches committing: when the last of them ends, whatever waits goes.
 ///
 /// A deferrable item (one nobody waits for: a retention answer's record, written after the answer) never starts a
@@ -51,7 +51,8 @@ struct GroupCommitBatcher<Item: Sendable>: Sendable {
     private var isLingering = false
     /// Batches committing now.
     private(set) var inFlight = 0
-    /// How many requests the batch started last carried: twice as many must wait before another slot opens.
+    /// How many requests the batch started last carried: `burstRatio` times as many must wait before another slot
+    /// opens.
     private var lastBatchSize = 0
     private(set) var queue: [Item] = []
     /// Queued items that someone waits for (not deferrable); while there are none, the queue starts no batch unless
