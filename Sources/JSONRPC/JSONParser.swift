@@ -1,5 +1,3 @@
-import ByteCoding
-
 // A strict, non-allocating-where-possible RFC 8259 parser over raw bytes.
 //
 // Decisions (documented in the module README section of API docs):
@@ -249,12 +247,8 @@ struct JSONParser {
     mutating func parseString() throws(JSONRPCError) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: ASCII without escapes, eight bytes at a time while they are plain (`JSONString.isPlainASCII`).
-        while index + 8 <= buffer.count,
-            JSONString.isPlainASCII(UnsafeRawPointer(buffer.baseAddress! + index).loadUnaligned(as: UInt64.self))
-        {
-            index += 8
-        }
+        // Fast path: ASCII without escapes, plain words skipped eight bytes at a time.
+        skipPlainASCII()
         while index < buffer.count {
             let byte = buffer[index]
             if byte == UInt8(ascii: "\"") {

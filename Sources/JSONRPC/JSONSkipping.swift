@@ -1,3 +1,5 @@
+import ByteCoding
+
 // Walking over a JSON value without building it: for a response envelope whose `result` the caller may never look
 // at (a load generator), so that only the envelope's few members are materialised.
 
@@ -102,22 +104,13 @@ extension JSONParser {
 }
 
 extension JSONParser {
-    /// Steps over whole 8-byte words of string content that need no look: printable ASCII other than `"` and `\`.
-    /// A word with any other byte is left to the byte-by-byte loop (the tests below never miss one; they may flag
-    /// a plain word as special, which only costs that word the slow loop).
+    /// Steps over whole 8-byte words of string content that need no look: printable ASCII other than `"` and `\`
+    /// (`JSONString.isPlainASCII`, exact). A word with any other byte is left to the byte-by-byte loop.
     @inline(__always) mutating func skipPlainASCII() {
         guard let base = buffer.baseAddress else { return }
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        while buffer.count - index >= 8 {
-            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-            let quote = word ^ (ones &* 0x22)
-            let backslash = word ^ (ones &* 0x5C)
-            // Some byte is 0 (so the word held `"` or `\`), is below 0x20, or has its high bit set.
-            let special =
-                ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                | word
-            if special & highs != 0 { return }
+        while buffer.count - index >= 8,
+            JSONString.isPlainASCII(UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+        {
             index += 8
         }
     }
