@@ -146,12 +146,27 @@ extension JSONParser {
         }
         // No leading zeros: JSON has none, and "-0" or "007" are left to the full scan.
         guard digits == 1 || buffer[digitsStart] != UInt8(ascii: "0") else { return nil }
-        let key = Array(#","id":"#.utf8)
-        guard memberStart - key.count > start else { return nil }
-        for (offset, byte) in key.enumerated() where buffer[memberStart - key.count + offset] != byte { return nil }
+        let key: StaticString = #","id":"#
+        let keyStart = memberStart - key.utf8CodeUnitCount
+        guard keyStart > start, matches(key, at: keyStart) else { return nil }
         var value: Int64 = 0
         for i in digitsStart..<end { value = value * 10 + Int64(buffer[i] - UInt8(ascii: "0")) }
-        return (memberStart - key.count, negative ? -value : value)
+        return (keyStart, negative ? -value : value)
+    }
+
+    /// Whether the bytes at `offset` are `literal`'s (ASCII).
+    @inline(__always) func matches(_ literal: StaticString, at offset: Int) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard offset >= 0, buffer.count - offset >= count else { return false }
+        for i in 0..<count where buffer[offset + i] != literal.utf8Start[i] { return false }
+        return true
+    }
+
+    /// Steps over `literal` (ASCII, quotes included) when the bytes at `index` are exactly it.
+    @inline(__always) mutating func skip(_ literal: StaticString) -> Bool {
+        guard matches(literal, at: index) else { return false }
+        index += literal.utf8CodeUnitCount
+        return true
     }
 }
 
@@ -198,13 +213,24 @@ extension JSONParser {
         if index < buffer.count, buffer[index] == UInt8(ascii: "}") { return nil }
         repeat {
             try expectKey()
-            let key = try parseString()
+            // The envelope's own keys and version, as a compact writer spells them, are matched on their bytes; any
+            // other spelling (an escape, another key) is read as a string.
+            let key: String
+            if skip(#""jsonrpc""#) {
+                key = "jsonrpc"
+            } else if skip(#""result""#) {
+                key = "result"
+            } else if skip(#""id""#) {
+                key = "id"
+            } else {
+                key = try parseString()
+            }
             try expectColon()
             // A repeated member makes the line invalid JSON for the strict parser: leave it to that path.
             switch key {
             case "jsonrpc":
                 guard version == nil else { return nil }
-                version = try parseValue()
+                version = skip(#""2.0""#) ? .string("2.0") : try parseValue()
             case "id":
                 guard id == nil else { return nil }
                 id = try parseValue()

@@ -83,6 +83,14 @@ public final class RPCClient: Sendable {
         var closed = false
         var notificationHandler: (@Sendable (RPCRequest) -> Void)? = nil
 
+        /// Whether the caller should hand the outbox to the loop: true for the first caller with something to send
+        /// while no hand-over is queued (the others' lines ride along with it).
+        mutating func takeFlushTurn() -> Bool {
+            if flushScheduled || outbox.isEmpty { return false }
+            flushScheduled = true
+            return true
+        }
+
         /// Registers a call waiting for `id`, counting it among `timedCalls` if it has a deadline.
         mutating func add(_ call: Pending, id: Int64) {
             pending[id] = call
@@ -281,15 +289,16 @@ public final class RPCClient: Sendable {
     /// Registers a call and queues its line (the id is taken and the line queued under one lock, so lines leave in
     /// id order); false when the connection is closed.
     func enqueue(method: String, params: JSONValue?, deadline: Double?, _ waiter: Pending.Waiter) -> Bool {
-        let queued = state.withLock { s -> Bool in
-            if s.closed { return false }
+        let call = Pending(waiter: waiter, deadline: deadline)
+        let (queued, handOver) = state.withLock { s -> (Bool, Bool) in
+            if s.closed { return (false, false) }
             let id = s.nextID
             s.nextID += 1
-            s.add(Pending(waiter: waiter, deadline: deadline), id: id)
+            s.add(call, id: id)
             Self.appendRequestLine(method: method, params: params, id: id, to: &s.outbox)
-            return true
+            return (true, s.takeFlushTurn())
         }
-        if queued { scheduleFlush() }
+        if handOver { handOutboxToLoop() }
         return queued
     }
 
@@ -408,12 +417,11 @@ public final class RPCClient: Sendable {
 
     /// Queues one hand-over of the outbox to the loop, unless one is queued already.
     func scheduleFlush() {
-        let schedule = state.withLock { s -> Bool in
-            if s.flushScheduled || s.outbox.isEmpty { return false }
-            s.flushScheduled = true
-            return true
-        }
-        guard schedule else { return }
+        if state.withLock({ $0.takeFlushTurn() }) { handOutboxToLoop() }
+    }
+
+    /// Hands the outbox to the loop, which writes it (the caller took the turn: ``State/takeFlushTurn()``).
+    private func handOutboxToLoop() {
         loop.execute { [self] in
             let bytes = self.state.withLock { s -> [UInt8] in
                 s.flushScheduled = false

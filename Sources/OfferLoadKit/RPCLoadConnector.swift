@@ -65,11 +65,13 @@ struct RPCLoadConnection: PacedLoadConnection {
         let method = request.method
         // No params member for none (system.ping): the line a minimal client sends, `{"jsonrpc","method","id"}`.
         let params = request.wireParams
+        // Looked up once per call here, not per answer on the loop (most methods read nothing of their result).
+        let fields = Self.resultFields[method]
         client.sendForRawResult(method: method, params: params, timeout: timeout) { result in
             switch result {
             case .success(let raw):
                 do {
-                    done(try Self.outcome(method: method, raw: raw))
+                    done(try Self.outcome(method: method, fields: fields, raw: raw))
                 } catch {
                     done(.transportError("unparsable result: \(error)"))
                 }
@@ -91,8 +93,8 @@ struct RPCLoadConnection: PacedLoadConnection {
     /// The outcome of an answer from its result as it arrived. Most answers are only counted, their results not
     /// parsed (an `offers.best` answer costs offer-load more to parse than the gateway spends making it); the
     /// outcomes that carry a field build only the members they read (``resultFields``).
-    static func outcome(method: String, raw: RPCRawResult) throws(JSONRPCError) -> CallOutcome {
-        guard let fields = resultFields[method] else { return .success }
+    static func outcome(method: String, fields: Set<String>?, raw: RPCRawResult) throws(JSONRPCError) -> CallOutcome {
+        guard let fields else { return .success }
         return outcome(method: method, result: try raw.value(keeping: fields))
     }
 

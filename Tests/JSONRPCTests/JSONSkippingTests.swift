@@ -94,8 +94,19 @@ import Testing
         }
         #expect(failed.id == 7 && rpcError.code == -32050)
 
+        // The envelope's keys and version are matched on their bytes; spelled with escapes they are still the same.
+        for escaped in [
+            #"{"json\u0072pc":"2.0","result":5,"id":3}"#, #"{"jsonrpc":"2\u002e0","res\u0075lt":5,"\u0069d":3}"#,
+            #"{ "jsonrpc" : "2.0" , "result" : 5 , "id" : 3 }"#,
+        ] {
+            let envelope = try #require(ResponseEnvelope.scan(Array(escaped.utf8), maxDepth: 64), "\(escaped)")
+            #expect(envelope.id == 3, "\(escaped)")
+        }
+
         // Anything else is left to the whole-line path, which handles it as it always did.
         for other in [
+            #"{"jsonrpc":"2.0x","result":1,"id":1}"#, #"{"jsonrpc":"2.0","result":1,"idx":1}"#,
+            #"{"jsonrpcx":"2.0","result":1,"id":1}"#, #"{"jsonrpc":"2.0","resultant":1,"id":1}"#,
             #"{"jsonrpc":"2.0","method":"progress","params":{}}"#, #"{"jsonrpc":"2.0","result":1,"id":"a"}"#,
             #"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":1}"#, #"{"result":1,"id":1}"#,
             #"{"jsonrpc":"2.0","result":1,"id":1,"id":2}"#, #"{"jsonrpc":"2.0","result":1,"id":1} x"#,

@@ -97,7 +97,9 @@ import Testing
         // As answers arrive: the raw result, with only the members the outcome reads built.
         for (result, expected) in [(v1, CallOutcome.signed(nonce: nonce)), (jws, .signed(nonce: nonce))] {
             let raw = RPCRawResult(frame: JSONSerializer.serialize(result))
-            #expect(try RPCLoadConnection.outcome(method: "offers.sign", raw: raw) == expected)
+            #expect(
+                try RPCLoadConnection.outcome(
+                    method: "offers.sign", fields: RPCLoadConnection.resultFields["offers.sign"], raw: raw) == expected)
         }
         let broken: JSONValue = ["format": "jws", "compactJWS": "not-a-jws"]
         #expect(RPCLoadConnection.outcome(method: "offers.sign", result: broken) == .success)

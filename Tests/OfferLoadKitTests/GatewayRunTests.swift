@@ -174,11 +174,14 @@ import Testing
         // As answers arrive: the raw result, only the members read built; a best answer is not parsed at all.
         let raw = RPCRawResult(frame: JSONSerializer.serialize(result))
         #expect(
-            try RPCLoadConnection.outcome(method: "codes.redeem", raw: raw)
+            try RPCLoadConnection.outcome(
+                method: "codes.redeem", fields: RPCLoadConnection.resultFields["codes.redeem"], raw: raw)
                 == .redeemed(
                     redemptionId: "0f8e2c1a-0000-4000-8000-000000000001", campaignId: "spring", replayed: true))
         #expect(
-            try RPCLoadConnection.outcome(method: "offers.best", raw: RPCRawResult(frame: Array("{".utf8))) == .success)
+            try RPCLoadConnection.outcome(
+                method: "offers.best", fields: RPCLoadConnection.resultFields["offers.best"],
+                raw: RPCRawResult(frame: Array("{".utf8))) == .success)
         #expect(RPCLoadConnection.outcome(method: "codes.redeem", result: ["replayed": false]) == .success)
     }
 
