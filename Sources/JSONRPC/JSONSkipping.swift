@@ -154,12 +154,13 @@ extension JSONParser {
         return (keyStart, negative ? -value : value)
     }
 
-    /// Whether the bytes at `offset` are `literal`'s (ASCII).
+    /// Whether the bytes at `offset` are `literal`'s (ASCII; any literal, one character or many).
     @inline(__always) func matches(_ literal: StaticString, at offset: Int) -> Bool {
-        let count = literal.utf8CodeUnitCount
-        guard offset >= 0, buffer.count - offset >= count else { return false }
-        for i in 0..<count where buffer[offset + i] != literal.utf8Start[i] { return false }
-        return true
+        literal.withUTF8Buffer { bytes in
+            guard offset >= 0, buffer.count - offset >= bytes.count else { return false }
+            for i in 0..<bytes.count where buffer[offset + i] != bytes[i] { return false }
+            return true
+        }
     }
 
     /// Steps over `literal` (ASCII, quotes included) when the bytes at `index` are exactly it.

@@ -94,18 +94,28 @@ import Testing
         }
         #expect(failed.id == 7 && rpcError.code == -32050)
 
-        // The envelope's keys and version are matched on their bytes; spelled with escapes they are still the same.
-        for escaped in [
+        // The envelope's keys and version are matched on their bytes. Spelled with escapes or spaced out they are
+        // still the same, and a member whose key only begins like one of them is another member (kept apart from the
+        // envelope, as before).
+        for same in [
             #"{"json\u0072pc":"2.0","result":5,"id":3}"#, #"{"jsonrpc":"2\u002e0","res\u0075lt":5,"\u0069d":3}"#,
-            #"{ "jsonrpc" : "2.0" , "result" : 5 , "id" : 3 }"#,
+            #"{ "jsonrpc" : "2.0" , "result" : 5 , "id" : 3 }"#, #"{"jsonrpc":"2.0","result":5,"id":3,"idx":2}"#,
+            #"{"resultant":0,"jsonrpcx":"1.0","jsonrpc":"2.0","result":5,"id":3}"#,
         ] {
-            let envelope = try #require(ResponseEnvelope.scan(Array(escaped.utf8), maxDepth: 64), "\(escaped)")
-            #expect(envelope.id == 3, "\(escaped)")
+            let line = Array(same.utf8)
+            let envelope = try #require(ResponseEnvelope.scan(line, maxDepth: 64), "\(same)")
+            #expect(envelope.id == 3, "\(same)")
+            guard case .result(let range) = envelope.outcome else {
+                Issue.record("expected a result, got \(envelope.outcome) for \(same)")
+                continue
+            }
+            #expect(try JSONParsing.parse(line[range]) == 5, "\(same)")
         }
 
         // Anything else is left to the whole-line path, which handles it as it always did.
         for other in [
-            #"{"jsonrpc":"2.0x","result":1,"id":1}"#, #"{"jsonrpc":"2.0","result":1,"idx":1}"#,
+            #"{"jsonrpc":"2.0x","result":1,"id":1}"#, #"{"jsonrpc":"2.0","result":1,"idx":1}"#, #"{"jsonr"#,
+            #"{"jsonrpc":"2."#, #"{"jsonrpc":"2.0","res"#, #"{"jsonrpc":"2.0","result":1,"id"#,
             #"{"jsonrpcx":"2.0","result":1,"id":1}"#, #"{"jsonrpc":"2.0","resultant":1,"id":1}"#,
             #"{"jsonrpc":"2.0","method":"progress","params":{}}"#, #"{"jsonrpc":"2.0","result":1,"id":"a"}"#,
             #"{"jsonrpc":"2.0","result":1,"error":{"code":1,"message":"x"},"id":1}"#, #"{"result":1,"id":1}"#,
@@ -128,6 +138,7 @@ import Testing
             (#"{"jsonrpc":"2.0","result":"#, #","id":-7} "#, -7),
             (#"{"jsonrpc":"2.0","id":9,"result":"#, "}\n", 9),
             (#"{"id":0,"jsonrpc":"2.0","result":"#, " } ", 0),
+            (#"{"json\u0072pc":"2\u002e0","result":"#, #","id":11}"#, 11),
             // Other layouts: stepped over (checked) as before.
             (#"{"jsonrpc":"2.0","result":"#, #","id":42 }"#, 42),
             (#"{"result":"#, #","jsonrpc":"2.0","id":5}"#, 5),
