@@ -102,13 +102,23 @@ struct JSONParser {
     }
 
     mutating func expectLiteral(_ literal: StaticString) throws(JSONRPCError) {
-        let count = literal.utf8CodeUnitCount
-        guard buffer.count - index >= count else { throw fail("invalid literal") }
-        let start = literal.utf8Start
-        for offset in 0..<count where buffer[index + offset] != start[offset] {
-            throw fail("invalid literal")
+        guard skip(literal) else { throw fail("invalid literal") }
+    }
+
+    /// Whether the bytes at `offset` are `literal`'s (ASCII; any literal, one character or many).
+    @inline(__always) func matches(_ literal: StaticString, at offset: Int) -> Bool {
+        literal.withUTF8Buffer { bytes in
+            guard offset >= 0, buffer.count - offset >= bytes.count else { return false }
+            for i in 0..<bytes.count where buffer[offset + i] != bytes[i] { return false }
+            return true
         }
-        index += count
+    }
+
+    /// Steps over `literal` (ASCII) when the bytes at `index` are exactly it.
+    @inline(__always) mutating func skip(_ literal: StaticString) -> Bool {
+        guard matches(literal, at: index) else { return false }
+        index += literal.utf8CodeUnitCount
+        return true
     }
 
     mutating func enter() throws(JSONRPCError) {

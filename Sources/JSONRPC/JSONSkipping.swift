@@ -153,22 +153,6 @@ extension JSONParser {
         for i in digitsStart..<end { value = value * 10 + Int64(buffer[i] - UInt8(ascii: "0")) }
         return (keyStart, negative ? -value : value)
     }
-
-    /// Whether the bytes at `offset` are `literal`'s (ASCII; any literal, one character or many).
-    @inline(__always) func matches(_ literal: StaticString, at offset: Int) -> Bool {
-        literal.withUTF8Buffer { bytes in
-            guard offset >= 0, buffer.count - offset >= bytes.count else { return false }
-            for i in 0..<bytes.count where buffer[offset + i] != bytes[i] { return false }
-            return true
-        }
-    }
-
-    /// Steps over `literal` (ASCII, quotes included) when the bytes at `index` are exactly it.
-    @inline(__always) mutating func skip(_ literal: StaticString) -> Bool {
-        guard matches(literal, at: index) else { return false }
-        index += literal.utf8CodeUnitCount
-        return true
-    }
 }
 
 /// A JSON-RPC response line read as far as matching it needs: its integer `id`, its `error` (parsed: it is small),
