@@ -111,39 +111,70 @@ protocol MetricFamily: Sendable {
     func render(into out: inout String)
 }
 
+/// One label set's value in a family, in a box of its own: the family's table finds it by its label values, and a
+/// caller that resolved it once (`Counter.series`, `Histogram.series`) records into it without that lookup. nil until
+/// first set: a series resolved but never recorded into is not rendered.
+final class SeriesBox<Value: Sendable>: Sendable {
+    let labelValues: [String]
+    private let value = Mutex<Value?>(nil)
+
+    init(labelValues: [String]) {
+        self.labelValues = labelValues
+    }
+
+    /// Changes the value in place, made from `initial` the first time.
+    func update(initial: @autoclosure () -> Value, _ change: (inout Value) -> Void) {
+        value.withLock { value in
+            if value == nil { value = initial() }
+            change(&value!)  // in place: a histogram's counts are not copied
+        }
+    }
+
+    var current: Value? { value.withLock { $0 } }
+}
+
 /// Label sets of one family, capped at `maxSeries` (further ones fold into `_other`).
-struct SeriesTable<Value> {
+struct SeriesTable<Value: Sendable> {
     let labelCount: Int
     let maxSeries: Int
-    var series: [[String]: Value] = [:]
-    var order: [[String]] = []
+    var series: [[String]: SeriesBox<Value>] = [:]
+    /// Every box, in the order it was made (the order series are rendered in).
+    var order: [SeriesBox<Value>] = []
 
-    mutating func key(_ values: [String]) -> [String] {
+    /// The box of `values` (made the first time; beyond the cap, the `_other` box).
+    mutating func box(_ values: [String]) -> SeriesBox<Value> {
         var values = values
         if values.count != labelCount {
             values = Array((values + Array(repeating: "", count: labelCount)).prefix(labelCount))
         }
-        // Below the cap any label set is kept: no lookup needed to decide.
-        if series.count < maxSeries || series[values] != nil { return values }
-        return Array(repeating: "_other", count: labelCount)
-    }
-
-    /// Changes the series of `values` in place (one hash lookup on every request's path), made from `initial` the
-    /// first time.
-    mutating func update(_ values: [String], initial: @autoclosure () -> Value, _ change: (inout Value) -> Void) {
-        let key = key(values)
-        let before = series.count
-        change(&series[key, default: initial()])
-        if series.count != before { order.append(key) }
+        if let box = series[values] { return box }
+        if series.count >= maxSeries { values = Array(repeating: "_other", count: labelCount) }
+        if let box = series[values] { return box }
+        let box = SeriesBox<Value>(labelValues: values)
+        series[values] = box
+        order.append(box)
+        return box
     }
 }
 
-extension SeriesTable where Value == Double {
-    /// One `name{labels} value` line per series, in the order they were first set (counters and gauges).
-    func render(name: String, labels: [String], into out: inout String) {
-        for key in order {
-            out += "\(name)\(MetricsRegistry.labelText(labels, key)) \(MetricsRegistry.number(series[key] ?? 0))\n"
-        }
+extension Mutex {
+    /// The box of `values` in a family's table (one lookup under the family's lock).
+    fileprivate func box<V>(_ values: [String]) -> SeriesBox<V> where Value == SeriesTable<V> {
+        withLock { $0.box(values) }
+    }
+
+    /// The boxes set so far, in order, with their values.
+    fileprivate func setSeries<V>() -> [(labels: [String], value: V)] where Value == SeriesTable<V> {
+        withLock { $0.order }.compactMap { box in box.current.map { (box.labelValues, $0) } }
+    }
+}
+
+/// One `name{labels} value` line per series set, in the order they were made (counters and gauges).
+private func renderLines(
+    _ series: [(labels: [String], value: Double)], name: String, labels: [String], into out: inout String
+) {
+    for (values, value) in series {
+        out += "\(name)\(MetricsRegistry.labelText(labels, values)) \(MetricsRegistry.number(value))\n"
     }
 }
 
@@ -162,19 +193,36 @@ public final class Counter: MetricFamily {
         self.table = Mutex(SeriesTable(labelCount: labels.count, maxSeries: maxSeries))
     }
 
+    /// One series of this counter, found once: what a caller that records into the same label set on every request
+    /// keeps, so that each increment takes the series' own lock and no lookup by label values.
+    public struct Series: Sendable {
+        let box: SeriesBox<Double>
+
+        /// Adds `amount` (≥ 0).
+        public func increment(by amount: Double = 1) {
+            guard amount >= 0 else { return }
+            box.update(initial: 0) { $0 += amount }
+        }
+    }
+
+    /// The series of `labelValues` (in the order of the family's labels). It counts towards the family's cap, and
+    /// is rendered once incremented.
+    public func series(_ labelValues: [String] = []) -> Series {
+        Series(box: table.box(labelValues))
+    }
+
     /// Adds `amount` (≥ 0) to the series of `labelValues` (in the order of the family's labels).
     public func increment(_ labelValues: [String] = [], by amount: Double = 1) {
-        guard amount >= 0 else { return }
-        table.withLock { $0.update(labelValues, initial: 0) { $0 += amount } }
+        series(labelValues).increment(by: amount)
     }
 
     /// The current value of one series (0 if never incremented).
     public func value(_ labelValues: [String] = []) -> Double {
-        table.withLock { $0.series[labelValues] ?? 0 }
+        table.withLock { $0.series[labelValues] }?.current ?? 0
     }
 
     func render(into out: inout String) {
-        table.withLock { $0 }.render(name: name, labels: labels, into: &out)
+        renderLines(table.setSeries(), name: name, labels: labels, into: &out)
     }
 }
 
@@ -194,15 +242,15 @@ public final class Gauge: MetricFamily {
     }
 
     public func set(_ value: Double, _ labelValues: [String] = []) {
-        table.withLock { $0.update(labelValues, initial: 0) { $0 = value } }
+        table.box(labelValues).update(initial: 0) { $0 = value }
     }
 
     public func add(_ amount: Double, _ labelValues: [String] = []) {
-        table.withLock { $0.update(labelValues, initial: 0) { $0 += amount } }
+        table.box(labelValues).update(initial: 0) { $0 += amount }
     }
 
     func render(into out: inout String) {
-        table.withLock { $0 }.render(name: name, labels: labels, into: &out)
+        renderLines(table.setSeries(), name: name, labels: labels, into: &out)
     }
 }
 
@@ -213,7 +261,7 @@ public final class Histogram: MetricFamily {
         0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
     ]
 
-    struct Series {
+    struct Values: Sendable {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
@@ -224,7 +272,7 @@ public final class Histogram: MetricFamily {
     let labels: [String]
     let buckets: [Double]
     var type: String { "histogram" }
-    private let table: Mutex<SeriesTable<Series>>
+    private let table: Mutex<SeriesTable<Values>>
 
     init(name: String, help: String, labels: [String], buckets: [Double], maxSeries: Int) {
         self.name = name
@@ -234,13 +282,17 @@ public final class Histogram: MetricFamily {
         self.table = Mutex(SeriesTable(labelCount: labels.count, maxSeries: maxSeries))
     }
 
-    /// Records one value (seconds for durations).
-    public func observe(_ value: Double, _ labelValues: [String] = []) {
-        // The first bucket whose bound is ≥ value (linear: bucket lists are short).
-        let index = buckets.firstIndex { value <= $0 } ?? buckets.count
-        let width = buckets.count + 1
-        table.withLock {
-            $0.update(labelValues, initial: Series(counts: Array(repeating: 0, count: width))) { series in
+    /// One series of this histogram, found once (as `Counter.Series`).
+    public struct Series: Sendable {
+        let box: SeriesBox<Values>
+        let buckets: [Double]
+
+        /// Records one value (seconds for durations).
+        public func observe(_ value: Double) {
+            // The first bucket whose bound is ≥ value (linear: bucket lists are short).
+            let index = buckets.firstIndex { value <= $0 } ?? buckets.count
+            let width = buckets.count + 1
+            box.update(initial: Values(counts: Array(repeating: 0, count: width))) { series in
                 series.counts[index] += 1
                 series.sum += value
                 series.count += 1
@@ -248,15 +300,23 @@ public final class Histogram: MetricFamily {
         }
     }
 
+    /// The series of `labelValues`; it counts towards the family's cap, and is rendered once observed.
+    public func series(_ labelValues: [String] = []) -> Series {
+        Series(box: table.box(labelValues), buckets: buckets)
+    }
+
+    /// Records one value (seconds for durations).
+    public func observe(_ value: Double, _ labelValues: [String] = []) {
+        series(labelValues).observe(value)
+    }
+
     /// The number of values recorded in one series.
     public func count(_ labelValues: [String] = []) -> UInt64 {
-        table.withLock { $0.series[labelValues]?.count ?? 0 }
+        table.withLock { $0.series[labelValues] }?.current?.count ?? 0
     }
 
     func render(into out: inout String) {
-        let (order, series) = table.withLock { ($0.order, $0.series) }
-        for key in order {
-            guard let s = series[key] else { continue }
+        for (key, s) in table.setSeries() {
             var cumulative: UInt64 = 0
             for (i, bound) in buckets.enumerated() {
                 cumulative += s.counts[i]

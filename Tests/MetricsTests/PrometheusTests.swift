@@ -63,4 +63,40 @@ struct PrometheusTests {
         #expect(counter.value(["_other"]) == 997)
         #expect(registry.exposition().split(separator: "\n").count == 2 + 4)
     }
+
+    @Test("a series found once records into the same series as its label values, and is rendered once recorded")
+    func seriesFoundOnce() {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("c_total", help: "C.", labels: ["k"], maxSeries: 2)
+        let latency = registry.histogram("h_seconds", help: "H.", labels: ["k"], buckets: [1])
+        let a = counter.series(["a"])
+        _ = counter.series(["idle"])  // found, never recorded into
+        let timed = latency.series(["a"])
+        #expect(
+            registry.exposition()
+                == "# HELP c_total C.\n# TYPE c_total counter\n# HELP h_seconds H.\n# TYPE h_seconds histogram\n")
+        a.increment()
+        counter.increment(["a"], by: 2)
+        a.increment(by: -1)  // ignored: counters only go up
+        timed.observe(0.5)
+        latency.observe(2, ["a"])
+        #expect(counter.value(["a"]) == 3 && counter.value(["idle"]) == 0 && latency.count(["a"]) == 2)
+        // The idle series counts towards the cap (2): a third label set folds into _other.
+        counter.increment(["b"])
+        #expect(counter.value(["_other"]) == 1)
+        #expect(
+            registry.exposition() == """
+                # HELP c_total C.
+                # TYPE c_total counter
+                c_total{k="a"} 3
+                c_total{k="_other"} 1
+                # HELP h_seconds H.
+                # TYPE h_seconds histogram
+                h_seconds_bucket{k="a",le="1"} 1
+                h_seconds_bucket{k="a",le="+Inf"} 2
+                h_seconds_sum{k="a"} 2.5
+                h_seconds_count{k="a"} 2
+
+                """)
+    }
 }

@@ -20,7 +20,8 @@ public final class Gateway: RPCHandler {
     /// Every Prometheus metric of this process (`/metrics`).
     public let metrics: GatewayMetrics
     public let stats: GatewayStats
-    private let methods: [String: MethodSpec]
+    /// The method table, each method with its counts (found once here, not per answer).
+    private let methods: [String: (spec: MethodSpec, counted: GatewayStats.Method)]
     /// `rpc.discover`'s answer, generated once from `allMethods`.
     let openRPCDocument: JSONValue
 
@@ -38,9 +39,9 @@ public final class Gateway: RPCHandler {
         self.stats = GatewayStats(metrics: metrics)
         self.services = Services(database: database, sealer: sealer, options: options, stats: stats, logger: logger)
         metrics.attach(pool: { database.stats() }, caches: services.caches)
-        var table: [String: MethodSpec] = [:]
+        var table: [String: (spec: MethodSpec, counted: GatewayStats.Method)] = [:]
         for spec in Self.allMethods {
-            table[spec.name] = spec
+            table[spec.name] = (spec, stats.method(spec.name))
         }
         self.methods = table
         self.openRPCDocument = OpenRPCDocument.make(methods: Self.allMethods, version: options.version)
@@ -61,20 +62,21 @@ public final class Gateway: RPCHandler {
         -> Result<JSONValue, RPCError>
     {
         let started = ContinuousClock.now
-        guard let method = methods[request.method] else {
-            return finished(
-                request, session: session, tenant: nil, started: started, .failure(.methodNotFound(request.method)))
+        guard let entry = methods[request.method] else {
+            let call = Call(request: request, session: session, tenant: nil, started: started, counted: stats.unknown)
+            return finished(call, .failure(.methodNotFound(request.method)))
         }
+        let method = entry.spec
         let principal = session.principal
-        let tenant = principal.tenantSlug
+        let call = Call(
+            request: request, session: session, tenant: principal.tenantSlug, started: started, counted: entry.counted)
         do {
             try admit(method, principal: principal)
             let context = MethodContext(
                 request: request, session: session, principal: principal, rpc: context, gateway: self)
-            return finished(
-                request, session: session, tenant: tenant, started: started, .success(try await method.run(context)))
+            return finished(call, .success(try await method.run(context)))
         } catch {
-            return finished(request, session: session, tenant: tenant, started: started, error: error)
+            return finished(call, error: error)
         }
     }
 
@@ -83,13 +85,14 @@ public final class Gateway: RPCHandler {
     /// the thread that has the answer (a customer's first best offer, after the batched read of their records). The
     /// same checks, limits, stats and log as `handle`; nil when the method cannot (then `handle` answers it).
     public func answerNow(_ request: RPCRequest, session: GatewaySession, context: RPCContext) -> RPCNowAnswer? {
-        guard let method = methods[request.method], let now = method.now else { return nil }
+        guard let entry = methods[request.method], let now = entry.spec.now else { return nil }
         let started = ContinuousClock.now
         // Read once: the session's principal sits behind a lock, and every check of this request uses this copy.
         let principal = session.principal
-        let tenant = principal.tenantSlug
+        let call = Call(
+            request: request, session: session, tenant: principal.tenantSlug, started: started, counted: entry.counted)
         do {
-            let limited = try admit(method, principal: principal)
+            let limited = try admit(entry.spec, principal: principal)
             let context = MethodContext(
                 request: request, session: session, principal: principal, rpc: context, gateway: self)
             switch try now(context) {
@@ -98,28 +101,19 @@ public final class Gateway: RPCHandler {
                 if let limited { limiter.giveBack(tenant: limited) }
                 return nil
             case .now(let value):
-                return .answered(
-                    finished(request, session: session, tenant: tenant, started: started, .success(value), atOnce: true)
-                )
+                return .answered(finished(call, .success(value), atOnce: true))
             case .later(let start):
                 return .later { reply in
                     start { outcome in
                         switch outcome {
-                        case .success(let value):
-                            reply(
-                                self.finished(
-                                    request, session: session, tenant: tenant, started: started, .success(value)))
-                        case .failure(let error):
-                            reply(
-                                self.finished(request, session: session, tenant: tenant, started: started, error: error)
-                            )
+                        case .success(let value): reply(self.finished(call, .success(value)))
+                        case .failure(let error): reply(self.finished(call, error: error))
                         }
                     }
                 }
             }
         } catch {
-            return .answered(
-                finished(request, session: session, tenant: tenant, started: started, error: error, atOnce: true))
+            return .answered(finished(call, error: error, atOnce: true))
         }
     }
 
@@ -134,26 +128,33 @@ public final class Gateway: RPCHandler {
         return tenant.slug
     }
 
-    private func finished(
-        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
-        error: any Error, atOnce: Bool = false
-    ) -> Result<JSONValue, RPCError> {
+    /// One request as it is answered: what its stats and log line need, whichever path answers it.
+    private struct Call: Sendable {
+        let request: RPCRequest
+        let session: GatewaySession
+        /// The tenant the connection spoke for when the request arrived (nil: none, or no such method).
+        let tenant: String?
+        let started: ContinuousClock.Instant
+        /// The method's counts (`stats.unknown` when there is no such method).
+        let counted: GatewayStats.Method
+    }
+
+    private func finished(_ call: Call, error: any Error, atOnce: Bool = false) -> Result<JSONValue, RPCError> {
         let rendered = renderedError(error)
-        return finished(
-            request, session: session, tenant: tenant, started: started, .failure(rendered.rpc),
-            detail: rendered.failureDetail, atOnce: atOnce)
+        return finished(call, .failure(rendered.rpc), detail: rendered.failureDetail, atOnce: atOnce)
     }
 
     /// Every answer's stats and log line, whichever path gave it.
     private func finished(
-        _ request: RPCRequest, session: GatewaySession, tenant: String?, started: ContinuousClock.Instant,
-        _ outcome: Result<JSONValue, RPCError>, detail: String? = nil, atOnce: Bool = false
+        _ call: Call, _ outcome: Result<JSONValue, RPCError>, detail: String? = nil, atOnce: Bool = false
     ) -> Result<JSONValue, RPCError> {
-        let elapsed = ContinuousClock.now - started
+        let elapsed = ContinuousClock.now - call.started
         let micros = Int(elapsed / .microseconds(1))
         let code: Int? = if case .failure(let error) = outcome { error.code } else { nil }
-        stats.record(methods[request.method]?.counted ?? .unknown, micros: micros, errorCode: code, atOnce: atOnce)
-        log(request: request, session: session, tenant: tenant, micros: micros, code: code, detail: detail)
+        stats.record(call.counted, micros: micros, errorCode: code, atOnce: atOnce)
+        log(
+            request: call.request, session: call.session, tenant: call.tenant, micros: micros, code: code,
+            detail: detail)
         return outcome
     }
 

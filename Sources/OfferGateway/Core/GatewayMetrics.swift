@@ -149,13 +149,6 @@ public final class GatewayMetrics: Sendable {
         ledgerCommitDuration.observe(seconds, [committed ? "committed" : "failed"])
         if committed { ledgerRows.increment(by: Double(rows)) }
     }
-
-    func recordRPC(method: GatewayStats.Method, seconds: Double, errorCode: Int?, atOnce: Bool) {
-        rpcRequests.increment(method.labels)
-        if atOnce { rpcAnsweredAtOnce.increment(method.labels) }
-        rpcDuration.observe(seconds, method.labels)
-        if let errorCode { rpcErrors.increment([method.name, String(errorCode)]) }
-    }
 }
 
 /// `process_*` metrics as Prometheus' client libraries name them, read from `/proc/self` at each scrape.

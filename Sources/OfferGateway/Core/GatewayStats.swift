@@ -21,42 +21,64 @@ public final class GatewayStats: Sendable {
         }
     }
 
-    private let state = Mutex<[String: MethodStats]>([:])
+    /// Every method counted so far, by name (made at the gateway's start for its method table, and once for
+    /// requests naming no method).
+    private let methods = Mutex<[String: Method]>([:])
     private let started = Date()
     /// The same counts for Prometheus (`offergate_rpc_*`).
     let metrics: GatewayMetrics
+    /// Requests naming no method the gateway has, counted together (their names are the caller's).
+    let unknown: Method
 
     init(metrics: GatewayMetrics) {
         self.metrics = metrics
+        self.unknown = Method("(unknown)", metrics: metrics)
+        methods.withLock { $0[unknown.name] = unknown }
     }
 
-    /// A method as its answers are counted: its name, and its label values for the `offergate_rpc_*` families, made
-    /// once per method rather than an array per request (three per answer before).
-    struct Method: Sendable {
+    /// A method as its answers are counted: its `system.stats` entry and its `offergate_rpc_*` series, found once
+    /// per method when the gateway starts, so that an answer takes their locks and no lookup by name or labels
+    /// (docs/perf/README.md, section 1, session 38).
+    final class Method: Sendable {
         let name: String
-        let labels: [String]
+        fileprivate let stats = Mutex(MethodStats())
+        fileprivate let requests: Counter.Series
+        fileprivate let answeredAtOnce: Counter.Series
+        fileprivate let duration: Histogram.Series
 
-        init(_ name: String) {
+        fileprivate init(_ name: String, metrics: GatewayMetrics) {
             self.name = name
-            self.labels = [name]
+            requests = metrics.rpcRequests.series([name])
+            answeredAtOnce = metrics.rpcAnsweredAtOnce.series([name])
+            duration = metrics.rpcDuration.series([name])
         }
+    }
 
-        /// Requests naming no method the gateway has, counted together (their names are the caller's).
-        static let unknown = Method("(unknown)")
+    /// The counts of the method `name` (the same object for every call with one name).
+    func method(_ name: String) -> Method {
+        methods.withLock { all in
+            if let known = all[name] { return known }
+            let method = Method(name, metrics: metrics)
+            all[name] = method
+            return method
+        }
     }
 
     func record(_ method: Method, micros: Int, errorCode: Int?, atOnce: Bool = false) {
-        metrics.recordRPC(
-            method: method, seconds: Double(max(0, micros)) / 1_000_000, errorCode: errorCode, atOnce: atOnce)
-        state.withLock { all in
-            // In place (one lookup, the histogram's storage not copied).
-            all[method.name, default: MethodStats()].record(micros: micros, failed: errorCode != nil, atOnce: atOnce)
-        }
+        method.stats.withLock { $0.record(micros: micros, failed: errorCode != nil, atOnce: atOnce) }
+        method.requests.increment()
+        if atOnce { method.answeredAtOnce.increment() }
+        method.duration.observe(Double(max(0, micros)) / 1_000_000)
+        if let errorCode { metrics.rpcErrors.increment([method.name, String(errorCode)]) }
     }
 
     /// Counts and percentiles per method.
     var json: JSONValue {
-        let snapshot = state.withLock { $0 }
+        var snapshot: [String: MethodStats] = [:]
+        for (name, method) in methods.withLock({ $0 }) {
+            let stats = method.stats.withLock { $0 }
+            if stats.count > 0 { snapshot[name] = stats }
+        }
         var methods = JSONObject()
         for name in snapshot.keys.sorted() {
             guard let stats = snapshot[name] else { continue }

@@ -41,8 +41,6 @@ struct MethodSpec: Sendable {
     /// most one signature's CPU (tens of µs, `offers.sign`), never a query or a lock held for long; a `.later`
     /// answer's work runs after it returned.
     let now: (@Sendable (MethodContext) throws -> NowOrLater<JSONValue>?)?
-    /// The method as `GatewayStats` counts its answers (its metric labels made once, here).
-    let counted: GatewayStats.Method
 
     init(
         name: String, access: Access, run: @escaping @Sendable (MethodContext) async throws -> JSONValue,
@@ -52,7 +50,6 @@ struct MethodSpec: Sendable {
         self.access = access
         self.run = run
         self.now = now
-        self.counted = GatewayStats.Method(name)
     }
 }
 
