@@ -213,6 +213,7 @@ public final class Counter: MetricFamily {
 
     /// Adds `amount` (≥ 0) to the series of `labelValues` (in the order of the family's labels).
     public func increment(_ labelValues: [String] = [], by amount: Double = 1) {
+        guard amount >= 0 else { return }  // before the series is found: an ignored call makes no series
         series(labelValues).increment(by: amount)
     }
 

@@ -69,8 +69,9 @@ struct PrometheusTests {
         let registry = MetricsRegistry()
         let counter = registry.counter("c_total", help: "C.", labels: ["k"], maxSeries: 2)
         let latency = registry.histogram("h_seconds", help: "H.", labels: ["k"], buckets: [1])
-        let a = counter.series(["a"])
+        counter.increment(["negative"], by: -1)  // ignored, and makes no series: the cap's two slots stay free
         _ = counter.series(["idle"])  // found, never recorded into
+        let a = counter.series(["a"])
         let timed = latency.series(["a"])
         #expect(
             registry.exposition()

@@ -37,8 +37,9 @@ public final class GatewayStats: Sendable {
     }
 
     /// A method as its answers are counted: its `system.stats` entry and its `offergate_rpc_*` series, found once
-    /// per method when the gateway starts, so that an answer takes their locks and no lookup by name or labels
-    /// (docs/perf/README.md, section 1, session 38).
+    /// per method when the gateway starts, so that an answer takes their locks and no lookup by name or labels (an
+    /// error answer still finds its `[method, code]` series of `offergate_rpc_errors_total`; docs/perf/README.md,
+    /// section 1, session 38).
     final class Method: Sendable {
         let name: String
         fileprivate let stats = Mutex(MethodStats())
