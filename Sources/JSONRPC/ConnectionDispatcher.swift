@@ -2,6 +2,37 @@
 import Dispatch
 import Synchronization
 
+/// One connection's requests in flight (`ConnectionDispatcher`), outside the generic class: a type nested in it
+/// would have its metadata looked up at run time on every request (its `Mutex`'s `withLock`), because the handler's
+/// type is known only where the gateway builds its server (docs/perf/README.md, section 1, session 38).
+struct DispatcherState {
+    /// Requests (or batches) in flight: counted before their task starts.
+    var inFlight = 0
+    /// Their tasks, by a per-connection token, for cancellation (stored just after each task is created).
+    var running: [UInt64: Task<Void, Never>] = [:]
+    /// Tokens whose task finished before `dispatch` could store it (it then is not stored).
+    var finishedUnstored: Set<UInt64> = []
+    var nextToken: UInt64 = 0
+    var closed = false
+    var ended = false
+    /// Called once nothing is in flight (`whenIdle`).
+    var idleCallbacks: [@Sendable () -> Void] = []
+    /// Set while the stdio reader waits in `dispatch(_:blockingAt:)`: wake it when `running` is down to this.
+    var wakeReaderAt: Int? = nil
+}
+
+/// What `ConnectionDispatcher.dispatch` did with a frame (outside the generic class, as `DispatcherState`).
+enum DispatchedFrame: Equatable {
+    /// Handled on a task: `complete` will be called with its answer.
+    case started
+    /// Answered at once (`RPCHandler.answerNow`); the caller writes the response (nil for a notification),
+    /// encoding it straight into its own output (`RPCResponse.appendFrame(to:)`), not through a frame of its own.
+    /// `complete` is not called.
+    case answered(RPCResponse?)
+    /// The connection is closed: nobody could read an answer.
+    case dropped
+}
+
 /// Runs one connection's requests: parse, dispatch to the handler, serialize. Transport-independent.
 ///
 /// It is the one owner of the connection's requests in flight: each runs on its own `Task`, kept here until it
@@ -10,21 +41,8 @@ import Synchronization
 /// `sessionEnded` fires once the last of them finished. A peer's EOF (stdin at its end, a socket half-close) is not
 /// a close: the transport lets what runs finish and be answered first.
 final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
-    struct State {
-        /// Requests (or batches) in flight: counted before their task starts.
-        var inFlight = 0
-        /// Their tasks, by a per-connection token, for cancellation (stored just after each task is created).
-        var running: [UInt64: Task<Void, Never>] = [:]
-        /// Tokens whose task finished before `dispatch` could store it (it then is not stored).
-        var finishedUnstored: Set<UInt64> = []
-        var nextToken: UInt64 = 0
-        var closed = false
-        var ended = false
-        /// Called once nothing is in flight (`whenIdle`).
-        var idleCallbacks: [@Sendable () -> Void] = []
-        /// Set while the stdio reader waits in `dispatch(_:blockingAt:)`: wake it when `running` is down to this.
-        var wakeReaderAt: Int? = nil
-    }
+    typealias State = DispatcherState
+    typealias Dispatched = DispatchedFrame
 
     let handler: Handler
     let session: Handler.Session
@@ -50,21 +68,6 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
 
     /// Requests (or batches) in flight.
     var inFlight: Int { state.withLock { $0.inFlight } }
-
-    /// Frames up to this size are offered to `RPCHandler.answerNow`.
-    static var answerNowMaxBytes: Int { 4_096 }
-
-    /// What `dispatch` did with a frame.
-    enum Dispatched: Equatable {
-        /// Handled on a task: `complete` will be called with its answer.
-        case started
-        /// Answered at once (`RPCHandler.answerNow`); the caller writes the response (nil for a notification),
-        /// encoding it straight into its own output (`RPCResponse.appendFrame(to:)`), not through a frame of its own.
-        /// `complete` is not called.
-        case answered(RPCResponse?)
-        /// The connection is closed: nobody could read an answer.
-        case dropped
-    }
 
     /// Handles one frame: a single request the handler can answer at once is answered here, on the caller's
     /// thread (`.answered`); anything else runs on its own task and `complete` is called exactly once with the
@@ -184,13 +187,14 @@ final class ConnectionDispatcher<Handler: RPCHandler>: Sendable {
         await RPCExchange.answer(
             inbound, handler: handler, session: session, connection: info, sendFrame: sendFrame)
     }
-
-    static func frame(_ response: RPCResponse) -> [UInt8] { RPCExchange.frame(response) }
 }
 
 /// One frame in, its answer out, exactly as every transport does it: parse, classify, handle each request (a batch's
 /// concurrently), serialize. The socket and stdio dispatchers use it per line; the HTTP listener per request body.
 public enum RPCExchange {
+    /// Frames up to this size are offered to `RPCHandler.answerNow`.
+    static let answerNowMaxBytes = 4_096
+
     /// The answer to `frame` (a request, a notification or a batch), `\n`-terminated; nil when it held only
     /// notifications. `sendFrame` receives what handlers send back on their own (`RPCContext.notify`).
     public static func answer<Handler: RPCHandler>(
@@ -265,7 +269,7 @@ public enum RPCExchange {
         _ frame: [UInt8], handler: Handler, session: Handler.Session, connection: ConnectionInfo,
         maxDepth: Int = JSONParsing.defaultMaxDepth, sendFrame: @escaping @Sendable ([UInt8]) -> Void = { _ in }
     ) -> AtOnce {
-        guard frame.count <= ConnectionDispatcher<Handler>.answerNowMaxBytes else { return .declined(nil) }
+        guard frame.count <= answerNowMaxBytes else { return .declined(nil) }
         let inbound = RPCInbound.classify(frame, maxDepth: maxDepth)
         guard case .single(.request(let request)) = inbound else { return .declined(inbound) }
         let context = RPCContext(connection: connection, requestID: request.id, sendFrame: sendFrame)

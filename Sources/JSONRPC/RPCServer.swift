@@ -48,12 +48,7 @@ public final class RPCServer<Handler: RPCHandler>: Sendable {
         }
     }
 
-    /// A loop and the socket connections it serves (read on the accepting loop to pick one).
-    final class ServingLoop: Sendable {
-        let loop: EventLoop
-        let connections = Atomic<Int>(0)
-        init(_ loop: EventLoop) { self.loop = loop }
-    }
+    typealias ServingLoop = RPCServingLoop
 
     func startLoops() {
         for serving in loops { serving.loop.start() }
@@ -241,6 +236,15 @@ public enum ConnectionIDs {
     public static func next() -> UInt64 { counter.add(1, ordering: .relaxed).newValue }
 }
 
+/// A loop of an `RPCServer` and the socket connections it serves (read on the accepting loop to pick one). Outside
+/// the generic server, so that a connection reaching its loop on every answer looks up no generic metadata at run
+/// time (as `DispatcherState`).
+final class RPCServingLoop: Sendable {
+    let loop: EventLoop
+    let connections = Atomic<Int>(0)
+    init(_ loop: EventLoop) { self.loop = loop }
+}
+
 /// The loop-side owner of one server connection.
 final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
     let server: RPCServer<Handler>
@@ -266,7 +270,7 @@ final class ServerConnection<Handler: RPCHandler>: ChannelHandler {
 
     func channelFrameTooLarge(channel: Channel) {
         let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: channel.framer.limit)))
-        serving.loop.write(channel, ConnectionDispatcher<Handler>.frame(response))
+        serving.loop.write(channel, RPCExchange.frame(response))
         if let info { server.configuration.logger?(.frameTooLarge(info)) }
     }
 

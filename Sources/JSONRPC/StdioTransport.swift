@@ -216,7 +216,7 @@ final class StdioConnection<Handler: RPCHandler>: Sendable {
                     if isStopped { break reading }
                     handOver()
                     let response = RPCResponse(id: .null, result: .failure(.frameTooLarge(limit: frameLimit)))
-                    writer.enqueue(ConnectionDispatcher<Handler>.frame(response))
+                    writer.enqueue(RPCExchange.frame(response))
                     logger?(.frameTooLarge(info))
                 }
             }
