@@ -75,15 +75,14 @@ public final class GatewayStats: Sendable {
 
     /// Counts and percentiles per method.
     var json: JSONValue {
-        var snapshot: [String: MethodStats] = [:]
-        for (name, method) in methods.withLock({ $0 }) {
+        // The methods answered so far, by name.
+        let counted = methods.withLock { $0 }.compactMap { name, method in
             let stats = method.stats.withLock { $0 }
-            if stats.count > 0 { snapshot[name] = stats }
-        }
-        var methods = JSONObject()
-        for name in snapshot.keys.sorted() {
-            guard let stats = snapshot[name] else { continue }
-            methods[name] = [
+            return stats.count > 0 ? (name: name, stats: stats) : nil
+        }.sorted { $0.name < $1.name }
+        var byName = JSONObject()
+        for (name, stats) in counted {
+            byName[name] = [
                 "count": .int(stats.count), "errors": .int(stats.errors), "answeredAtOnce": .int(stats.atOnce),
                 "p50Micros": .int(Int(stats.latency.percentile(50))),
                 "p99Micros": .int(Int(stats.latency.percentile(99))), "maxMicros": .int(Int(stats.latency.max)),
@@ -91,8 +90,8 @@ public final class GatewayStats: Sendable {
         }
         return [
             "uptimeSeconds": .int(Int(Date().timeIntervalSince(started))),
-            "requests": .int(snapshot.values.reduce(0) { $0 + $1.count }),
-            "methods": .object(methods),
+            "requests": .int(counted.reduce(0) { $0 + $1.stats.count }),
+            "methods": .object(byName),
         ]
     }
 }
