@@ -120,10 +120,12 @@ final class Listener: @unchecked Sendable {
     let deadlines: Mutex<RequestDeadlines<Int32>>
     /// Handler tasks by token, so shutdown can cancel them.
     private let handlers = Mutex<Handlers>(Handlers())
-    /// Set before the daemon stops, after which no connection is resumed (it would no longer exist); held while a
-    /// connection is resumed. A lock of its own, so resuming (a system call) never holds up libmicrohttpd's threads
-    /// storing new handlers.
-    private let stopped = Mutex<Bool>(false)
+    /// Resumes in progress, and `stoppedFlag` once the daemon is stopping, after which no connection is resumed (it
+    /// would no longer exist). Not a lock: handlers ending on several threads resume their connections at once
+    /// (`MHD_resume_connection` is thread-safe), where a mutex held across that system call made them queue for it
+    /// (docs/perf/b9-retention.md, session 39). `stop` sets the flag, then waits for the resumes already past it.
+    private let resuming = Atomic<Int>(0)
+    private static let stoppedFlag = 1 << 40
     let handlersRunning = LiveCount()
 
     struct Handlers {
@@ -181,7 +183,8 @@ final class Listener: @unchecked Sendable {
     }
 
     func stop() {
-        stopped.withLock { $0 = true }
+        resuming.bitwiseOr(Self.stoppedFlag, ordering: .sequentiallyConsistent)
+        while resuming.load(ordering: .sequentiallyConsistent) != Self.stoppedFlag { usleep(50) }
         timer?.cancel()
         if let daemon { MHD_stop_daemon(daemon) }
         daemon = nil
@@ -259,9 +262,9 @@ final class Listener: @unchecked Sendable {
     /// Resumes a suspended connection whose response is in its hand-off (unless the daemon stopped: the connection
     /// is then gone), and counts its handler finished.
     private func resume(_ connection: ConnectionHandle) {
-        stopped.withLock { stopped in
-            if !stopped { MHD_resume_connection(connection.pointer) }
-        }
+        let state = resuming.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
+        if state & Self.stoppedFlag == 0 { MHD_resume_connection(connection.pointer) }
+        resuming.wrappingSubtract(1, ordering: .sequentiallyConsistent)
         handlersRunning.decrement()
     }
 }

@@ -17,10 +17,12 @@ enum HTTPRoutes {
     ]
 }
 
-/// One route: a method, a path pattern whose `{name}` segments match one path segment each, and its handler.
-struct HTTPRoute: Sendable {
+/// One route: a method, a path pattern whose `{name}` segments match one path segment each, and its handler. A class,
+/// so that routing hands a route on with one reference, not a copy of its fields.
+final class HTTPRoute: Sendable {
     enum Segment: Sendable, Equatable {
-        case literal(String)
+        /// Matches this one segment, byte for byte (as RFC 9110 compares paths; no Unicode equivalence).
+        case literal([UInt8])
         case parameter(String)
     }
 
@@ -39,24 +41,49 @@ struct HTTPRoute: Sendable {
         self.method = method
         self.pattern = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part in
             part.hasPrefix("{") && part.hasSuffix("}")
-                ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+                ? .parameter(String(part.dropFirst().dropLast())) : .literal(Array(part.utf8))
         }
         self.name = name
         self.handle = handle
         self.handleNow = handleNow
     }
 
-    /// The path parameters when `segments` match the pattern.
-    func match(_ segments: [Substring]) -> [String: String]? {
-        guard segments.count == pattern.count else { return nil }
+    /// The path parameters when `path` matches the pattern. The literals are compared first, so a path that
+    /// matches no route makes no strings.
+    func match(_ path: PathSegments) -> [String: String]? {
+        guard path.ranges.count == pattern.count else { return nil }
+        for (range, part) in zip(path.ranges, pattern) {
+            if case .literal(let literal) = part, !path.bytes[range].elementsEqual(literal) { return nil }
+        }
         var parameters: [String: String] = [:]
-        for (segment, part) in zip(segments, pattern) {
-            switch part {
-            case .literal(let literal): guard segment == literal else { return nil }
-            case .parameter(let name): parameters[name] = String(segment)
+        for (range, part) in zip(path.ranges, pattern) {
+            if case .parameter(let name) = part {
+                parameters[name] = String(decoding: path.bytes[range], as: UTF8.self)
             }
         }
         return parameters
+    }
+}
+
+/// A request path's bytes and its segments after the first "/", split at each "/" byte (empty segments kept; what
+/// comes before the first "/", normally nothing, is not a segment).
+/// Split as bytes: splitting the `String` walks grapheme clusters, and its UTF-8 view's generic `split` was still
+/// most of routing's cost (docs/perf/b9-retention.md, session 39).
+struct PathSegments {
+    let bytes: [UInt8]
+    let ranges: [Range<Int>]
+
+    init(_ path: String) {
+        bytes = Array(path.utf8)
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(8)
+        var start: Int?
+        for index in bytes.indices where bytes[index] == UInt8(ascii: "/") {
+            if let start { ranges.append(start..<index) }
+            start = index + 1
+        }
+        if let start { ranges.append(start..<bytes.count) }
+        self.ranges = ranges
     }
 }
 
@@ -120,8 +147,8 @@ struct HTTPRouter: Sendable {
 
     /// The routes whose pattern matches `request`'s path (any method), with their path parameters, in table order.
     static func matches(_ request: HTTPRequest, in routes: [HTTPRoute]) -> [(HTTPRoute, [String: String])] {
-        let segments = Array(request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst())
-        return routes.compactMap { route in route.match(segments).map { (route, $0) } }
+        let path = PathSegments(request.path)
+        return routes.compactMap { route in route.match(path).map { (route, $0) } }
     }
 
     /// HEAD is GET without the body (libmicrohttpd drops the body).
