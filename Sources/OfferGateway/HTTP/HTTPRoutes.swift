@@ -39,9 +39,12 @@ final class HTTPRoute: Sendable {
         now handleNow: (@Sendable (RouteRequest, _ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Bool)? = nil
     ) {
         self.method = method
-        self.pattern = pattern.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map { part in
-            part.hasPrefix("{") && part.hasSuffix("}")
-                ? .parameter(String(part.dropFirst().dropLast())) : .literal(Array(part.utf8))
+        // Split as request paths are (`PathSegments`), so a pattern and the paths it matches are cut alike.
+        let segments = PathSegments(pattern)
+        self.pattern = segments.ranges.map { range in
+            let part = segments.bytes[range]
+            return part.first == UInt8(ascii: "{") && part.last == UInt8(ascii: "}")
+                ? .parameter(String(decoding: part.dropFirst().dropLast(), as: UTF8.self)) : .literal(Array(part))
         }
         self.name = name
         self.handle = handle
