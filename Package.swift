@@ -48,7 +48,7 @@ let package = Package(
         // HTTP/1.1 listener on libmicrohttpd (ListenAddress and listening sockets come from JSONRPC) and HTTP client
         // on libcurl.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSONRPC", "Threads"]),
-        .target(name: "HTTPClient", dependencies: ["CCurl", "Threads"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "CEpoll", "Threads"]),
 
         // MARK: Application
         .target(

@@ -1,19 +1,33 @@
-// An HTTP/1.1 client on libcurl: one easy handle per connection, reused (keep-alive), on its own serial queue.
+// An HTTP/1.1 client on libcurl: one easy handle per connection, reused (keep-alive); every transfer runs on one
+// event-loop thread (CurlLoop).
 import CCurl
-import Dispatch
 import Foundation
-import Synchronization
-import Threads
 
 /// A response as libcurl received it.
 public struct HTTPClientResponse: Sendable {
     public let status: Int
-    /// Header fields of the final response, names lowercased.
-    public let headers: [(name: String, value: String)]
     public let body: [UInt8]
+    /// The final response's header lines as received (status line excluded), read only when asked for.
+    let headerBlock: [UInt8]
+
+    init(status: Int, headerBlock: [UInt8], body: [UInt8]) {
+        self.status = status
+        self.headerBlock = headerBlock
+        self.body = body
+    }
+
+    /// Header fields of the final response, names lowercased.
+    public var headers: [(name: String, value: String)] {
+        String(decoding: headerBlock, as: UTF8.self).split(whereSeparator: \.isNewline).compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: " \t")
+            return (line[..<colon].lowercased(), value)
+        }
+    }
 
     public func header(_ name: String) -> String? {
-        headers.first { $0.name == name.lowercased() }?.value
+        let name = name.lowercased()
+        return headers.first { $0.name == name }?.value
     }
 
     public var text: String { String(decoding: body, as: UTF8.self) }
@@ -38,20 +52,27 @@ public struct HTTPEndpoint: Sendable, Hashable {
 }
 
 /// One HTTP connection: libcurl keeps it open between requests (keep-alive) and reconnects when the server closed
-/// it. Requests on one `HTTPConnection` run one at a time, in order, on its own thread: libcurl's blocking calls
-/// never run on Swift's cooperative pool, nor on Dispatch's shared worker threads (a full test run showed that
-/// many connections blocked on Dispatch queues can starve the tasks that must answer them).
+/// it. Requests on one `HTTPConnection` run one at a time, in order. Every connection's transfers run on one thread
+/// (``CurlLoop``), never on Swift's cooperative pool nor on Dispatch's shared worker threads (a full test run showed
+/// that many connections blocked on Dispatch queues can starve the tasks that must answer them).
 ///
-/// `@unchecked Sendable`: the easy handle is used only on `worker`'s thread (and freed in `deinit`, after the
-/// worker stopped).
+/// `@unchecked Sendable`: the easy handle and the request queue are used on the loop thread only (and the handle is
+/// freed there after the connection's last transfer).
 public final class HTTPConnection: @unchecked Sendable {
+    public typealias Completion = @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
+
     public let endpoint: HTTPEndpoint
+    private let loop: CurlLoop
     private let handle: UnsafeMutableRawPointer
-    private let worker = Worker()
-    private static let globalInit: Void = { _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+    /// Requests waiting for the one in flight (loop thread).
+    private var waiting: [Transfer] = []
+    /// The request in flight, which libcurl's callbacks fill in (loop thread).
+    private var current: Transfer?
+    /// The header list of the last request, kept for the next one with the same fields (loop thread).
+    private var headerList: (fields: [(String, String)], list: UnsafeMutablePointer<curl_slist>?)?
 
     public init(_ endpoint: HTTPEndpoint, timeout: Duration = .seconds(30)) throws(HTTPClientError) {
-        _ = Self.globalInit
+        loop = try CurlLoop.shared.get()
         guard let handle = curl_easy_init() else { throw HTTPClientError(code: -1, message: "curl_easy_init failed") }
         self.handle = handle
         self.endpoint = endpoint
@@ -64,142 +85,170 @@ public final class HTTPConnection: @unchecked Sendable {
         if let path = endpoint.unixSocketPath {
             _ = path.withCString { og_curl_set_pointer(handle, CURLOPT_UNIX_SOCKET_PATH, $0) }
         }
+        // The callbacks find the connection from their context: a transfer in flight holds it (`begin`).
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        _ = og_curl_set_write_callback(handle, writeBody, context)
+        _ = og_curl_set_header_callback(handle, writeHeader, context)
     }
 
     deinit {
-        worker.stop()
-        curl_easy_cleanup(handle)
+        // No transfer holds the connection, so the handle is in no multi handle: free it on the loop's thread all
+        // the same, where every other use of it happened.
+        let owned = OwnedHandle(handle: handle, list: headerList?.list)
+        loop.execute {
+            curl_slist_free_all(owned.list)
+            curl_easy_cleanup(owned.handle)
+        }
     }
 
-    /// Sends one request and waits for its response (off the cooperative pool).
+    /// Sends one request and waits for its response.
     public func send(
         _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
-    ) async throws -> HTTPClientResponse {
-        try await withCheckedThrowingContinuation { continuation in
-            worker.submit {
-                continuation.resume(with: Result { try self.sendBlocking(method, path, headers: headers, body: body) })
-            }
+    ) async throws(HTTPClientError) -> HTTPClientResponse {
+        let result = await withCheckedContinuation { continuation in
+            start(method, path, headers: headers, body: body) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Sends one request; `done` runs with its response on the client's loop thread, where it must not block. It
+    /// may send the next request (which then leaves at once, without a thread switch).
+    public func start(
+        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
+        _ done: @escaping Completion
+    ) {
+        let transfer = Transfer(method: method, url: endpoint.baseURL + path, headers: headers, body: body, done: done)
+        loop.execute { [self] in
+            if current == nil { begin(transfer) } else { waiting.append(transfer) }
         }
     }
 
-    /// Sends one request from the calling thread (never call it from a Swift task: it blocks).
-    public func sendBlocking(
-        _ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil
-    ) throws(HTTPClientError) -> HTTPClientResponse {
-        let collector = Collector()
+    // MARK: Loop thread
+
+    private func begin(_ transfer: Transfer) {
+        current = transfer
+        transfer.url.withCString { _ = og_curl_set_pointer(handle, CURLOPT_URL, $0) }
+        if let body = transfer.body {
+            _ = og_curl_set_long(handle, CURLOPT_NOBODY, 0)
+            _ = og_curl_set_long(handle, CURLOPT_POSTFIELDSIZE, body.count)
+            // libcurl copies the body now (and sets the method to POST), so nothing of ours must outlive this call.
+            body.withUnsafeBytes {
+                _ = og_curl_set_pointer(
+                    handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+            }
+        } else {
+            // GET resets the method and any body; HEAD asks for no body back.
+            _ = og_curl_set_long(handle, CURLOPT_HTTPGET, 1)
+            _ = og_curl_set_long(handle, CURLOPT_NOBODY, transfer.method == "HEAD" ? 1 : 0)
+        }
+        let custom = transfer.method == "GET" || transfer.method == "HEAD" ? nil : transfer.method
+        _ = custom.withCStringIfPresent { og_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, $0) }
+        _ = og_curl_set_pointer(handle, CURLOPT_HTTPHEADER, headerList(for: transfer.headers))
+        // The loop finds the connection again from the handle when the transfer ends (`finished`).
+        _ = og_curl_set_private(handle, Unmanaged.passRetained(self).toOpaque())
+        if !loop.add(handle) {
+            Unmanaged.passUnretained(self).release()
+            finished(CURLE_FAILED_INIT, retained: false)
+        }
+    }
+
+    /// libcurl's header list for `fields`: the last request's again when its fields were the same. An empty
+    /// `Expect:` stops libcurl's `Expect: 100-continue` round trip for larger bodies.
+    private func headerList(for fields: [(String, String)]) -> UnsafeMutablePointer<curl_slist>? {
+        if let kept = headerList, kept.fields.elementsEqual(fields, by: { $0 == $1 }) { return kept.list }
+        curl_slist_free_all(headerList?.list)
         var list: UnsafeMutablePointer<curl_slist>? = nil
-        // An empty `Expect:` stops libcurl's `Expect: 100-continue` round trip for larger bodies.
-        for line in headers.map({ "\($0.0): \($0.1)" }) + ["Expect:"] {
+        for line in fields.map({ "\($0.0): \($0.1)" }) + ["Expect:"] {
             list = line.withCString { curl_slist_append(list, $0) }
         }
-        defer { curl_slist_free_all(list) }
-        let url = endpoint.baseURL + path
-        let code: CURLcode = url.withCString { urlPointer in
-            method.withCString { methodPointer in
-                _ = og_curl_set_pointer(handle, CURLOPT_URL, urlPointer)
-                _ = og_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, methodPointer)
-                _ = og_curl_set_long(handle, CURLOPT_NOBODY, method == "HEAD" ? 1 : 0)
-                _ = og_curl_set_pointer(handle, CURLOPT_HTTPHEADER, list)
-                let context = Unmanaged.passUnretained(collector).toOpaque()
-                _ = og_curl_set_write_callback(handle, writeBody, context)
-                _ = og_curl_set_header_callback(handle, writeHeader, context)
-                let bytes = body ?? []
-                return bytes.withUnsafeBytes { raw in
-                    if body != nil {
-                        _ = og_curl_set_long(handle, CURLOPT_POSTFIELDSIZE, raw.count)
-                        _ = og_curl_set_pointer(
-                            handle, CURLOPT_POSTFIELDS, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
-                    } else {
-                        _ = og_curl_set_pointer(handle, CURLOPT_POSTFIELDS, nil)
-                        _ = og_curl_set_long(handle, CURLOPT_HTTPGET, method == "GET" ? 1 : 0)
-                        _ = og_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, methodPointer)
-                    }
-                    return withExtendedLifetime(collector) { curl_easy_perform(handle) }
-                }
-            }
+        headerList = (fields, list)
+        return list
+    }
+
+    /// The transfer in flight ended with `code` (called by the loop, which removed the handle from the multi
+    /// handle): answers it, then starts the next waiting request before the answer's own callback can queue more.
+    func finished(_ code: CURLcode, retained: Bool = true) {
+        guard let transfer = current else { return }
+        current = nil
+        let result: Result<HTTPClientResponse, HTTPClientError> =
+            code == CURLE_OK
+            ? .success(
+                HTTPClientResponse(
+                    status: og_curl_response_code(handle), headerBlock: transfer.headerBlock, body: transfer.received))
+            : .failure(HTTPClientError(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
+        if !waiting.isEmpty { begin(waiting.removeFirst()) }
+        // The reference `begin` took for the loop, given back last: the answer may drop the connection's last other.
+        defer { if retained { Unmanaged.passUnretained(self).release() } }
+        transfer.done(result)
+    }
+
+    /// Where libcurl's callbacks put what arrives for the transfer in flight.
+    fileprivate func received(body bytes: UnsafeRawBufferPointer) { current?.received.append(contentsOf: bytes) }
+
+    fileprivate func received(headerLine bytes: UnsafeRawBufferPointer) {
+        guard let transfer = current else { return }
+        if bytes.starts(with: "HTTP/".utf8) {
+            // A new response (after a 100 Continue, or a redirect): keep only the last one's fields.
+            transfer.headerBlock.removeAll(keepingCapacity: true)
+        } else {
+            transfer.headerBlock.append(contentsOf: bytes)
         }
-        // Nothing may point at our buffers after this call.
-        _ = og_curl_set_pointer(handle, CURLOPT_POSTFIELDS, nil)
-        _ = og_curl_set_pointer(handle, CURLOPT_HTTPHEADER, nil)
-        guard code == CURLE_OK else {
-            throw HTTPClientError(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code)))
-        }
-        return HTTPClientResponse(
-            status: og_curl_response_code(handle), headers: collector.headers, body: collector.body)
     }
 }
 
-/// One thread running submitted jobs in order (a connection's blocking libcurl calls). Stops after `stop()`, once
-/// the jobs already submitted ran.
-private final class Worker: Sendable {
-    private struct State {
-        var jobs: [@Sendable () -> Void] = []
-        var stopped = false
-    }
+/// One request and what has arrived of its response. `@unchecked Sendable`: made on the caller's thread, then used on
+/// the loop thread only.
+private final class Transfer: @unchecked Sendable {
+    let method: String
+    let url: String
+    let headers: [(String, String)]
+    let body: [UInt8]?
+    let done: HTTPConnection.Completion
+    var received: [UInt8] = []
+    var headerBlock: [UInt8] = []
 
-    private let state = Mutex(State())
-    private let available = DispatchSemaphore(value: 0)
-
-    init() {
-        // The thread holds the worker until `stop()` lets it return.
-        startThread(named: "http-client") { [self] in
-            while true {
-                self.available.wait()
-                let next = self.state.withLock { s -> (@Sendable () -> Void)?? in
-                    if s.jobs.isEmpty { return s.stopped ? .some(nil) : nil }
-                    return s.jobs.removeFirst()
-                }
-                guard let next else { continue }
-                guard let job = next else { return }
-                job()
-            }
-        }
-    }
-
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        state.withLock { $0.jobs.append(job) }
-        available.signal()
-    }
-
-    func stop() {
-        state.withLock { $0.stopped = true }
-        available.signal()
+    init(
+        method: String, url: String, headers: [(String, String)], body: [UInt8]?,
+        done: @escaping HTTPConnection.Completion
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.done = done
     }
 }
 
-/// What libcurl hands the callbacks of one transfer (used on the connection's queue only).
-private final class Collector {
-    var body: [UInt8] = []
-    var headers: [(name: String, value: String)] = []
+/// A freed connection's libcurl resources, handed to the loop thread.
+private struct OwnedHandle: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+    let list: UnsafeMutablePointer<curl_slist>?
+}
+
+extension Optional where Wrapped == String {
+    fileprivate func withCStringIfPresent<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
+        switch self {
+        case .some(let string): string.withCString { body($0) }
+        case .none: body(nil)
+        }
+    }
 }
 
 private let writeBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     data, size, count, context in
     guard let data, let context else { return 0 }
-    let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
     let total = size * count
-    data.withMemoryRebound(to: UInt8.self, capacity: total) {
-        collector.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: total))
-    }
+    Unmanaged<HTTPConnection>.fromOpaque(context).takeUnretainedValue()
+        .received(body: UnsafeRawBufferPointer(start: data, count: total))
     return total
 }
 
 private let writeHeader: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {
     data, size, count, context in
     guard let data, let context else { return 0 }
-    let collector = Unmanaged<Collector>.fromOpaque(context).takeUnretainedValue()
     let total = size * count
-    let line = data.withMemoryRebound(to: UInt8.self, capacity: total) {
-        String(decoding: UnsafeBufferPointer(start: $0, count: total), as: UTF8.self)
-    }
-    if line.hasPrefix("HTTP/") {
-        // A new response (after a 100 Continue, or a redirect): keep only the last one's fields.
-        collector.headers = []
-    } else if let colon = line.firstIndex(of: ":") {
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: " \t\r\n")
-        collector.headers.append((name, value))
-    }
+    Unmanaged<HTTPConnection>.fromOpaque(context).takeUnretainedValue()
+        .received(headerLine: UnsafeRawBufferPointer(start: data, count: total))
     return total
 }
 

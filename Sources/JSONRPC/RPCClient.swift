@@ -615,3 +615,20 @@ public struct RPCRawResult: Sendable {
         return try value(maxDepth: maxDepth)
     }
 }
+
+extension RPCRawResult {
+    /// A whole JSON-RPC response with an integer id, read as a client of many answers needs it (e.g. one that came as
+    /// an HTTP body): its error, or its result located and not built (`checkingResult` false: not checked either,
+    /// until read). Nil when `frame` is not such a response.
+    public static func response(
+        _ frame: [UInt8], maxDepth: Int = JSONParsing.defaultMaxDepth, checkingResult: Bool = true
+    ) -> Result<RPCRawResult, RPCError>? {
+        guard let envelope = ResponseEnvelope.scan(frame, maxDepth: maxDepth, checkingResult: checkingResult) else {
+            return nil
+        }
+        switch envelope.outcome {
+        case .error(let error): return .failure(error)
+        case .result(let range): return .success(RPCRawResult(frame: frame, range: range))
+        }
+    }
+}

@@ -35,25 +35,44 @@ public struct HTTPLoadConnector: LoadConnector {
     }
 }
 
-struct HTTPLoadConnection: LoadConnection {
+/// One kept-alive HTTP connection. Under a closed loop the runner uses ``start(_:_:)``: the answer is handled on the
+/// HTTP client's loop thread, which sends the next request. Answers are read as the JSON-RPC client reads them: the
+/// error, or the result located and only the members an outcome needs built.
+struct HTTPLoadConnection: CallbackLoadConnection {
     let connection: HTTPConnection
     let headers: [(String, String)]
 
+    func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void) {
+        let method = request.method
+        let fields = RPCLoadConnection.resultFields[method]
+        // No params member for none (system.ping), as over a socket.
+        let body = JSONSerializer.serialize(RPCRequest(method: method, params: request.wireParams, id: .int(1)).json)
+        connection.start("POST", "/v1/rpc", headers: headers, body: body) { reply in
+            done(Self.outcome(method: method, fields: fields, reply))
+        }
+    }
+
     func call(_ request: LoadRequest) async -> CallOutcome {
-        let body = JSONSerializer.serialize(
-            RPCRequest(method: request.method, params: .object(request.params), id: .int(1)).json)
-        do {
-            let response = try await connection.send("POST", "/v1/rpc", headers: headers, body: body)
-            let answer = try JSONParsing.parse(response.body)
-            if let error = answer["error"] {
-                return .rpcError(code: Int(error["code"]?.int64Value ?? -32603))
+        await withCheckedContinuation { continuation in start(request) { continuation.resume(returning: $0) } }
+    }
+
+    static func outcome(
+        method: String, fields: Set<String>?, _ reply: Result<HTTPClientResponse, HTTPClientError>
+    ) -> CallOutcome {
+        let response: HTTPClientResponse
+        switch reply {
+        case .success(let r): response = r
+        case .failure(let error): return .transportError(String(describing: error))
+        }
+        switch RPCRawResult.response(response.body, checkingResult: false) {
+        case .failure(let error): return .rpcError(code: error.code)
+        case .success(let raw):
+            do {
+                return try RPCLoadConnection.outcome(method: method, fields: fields, raw: raw)
+            } catch {
+                return .transportError("unparsable result: \(error)")
             }
-            guard let result = answer["result"] else {
-                return .transportError("HTTP \(response.status) without a JSON-RPC result")
-            }
-            return RPCLoadConnection.outcome(method: request.method, result: result)
-        } catch {
-            return .transportError(String(describing: error))
+        case nil: return .transportError("HTTP \(response.status) without a JSON-RPC response")
         }
     }
 }

@@ -153,12 +153,15 @@ public final class RetentionTally: Sendable {
     }
 }
 
-/// Sends one retention request body and returns the HTTP status and body (the transport, e.g. an HTTP client).
-public typealias RetentionSend = @Sendable ([UInt8]) async throws -> (status: Int, body: [UInt8])
+/// Sends one retention request body; `reply` runs with the HTTP status and body (the transport, e.g. an HTTP client),
+/// on any thread, possibly at once.
+public typealias RetentionSend =
+    @Sendable ([UInt8], _ reply: @escaping @Sendable (Result<(status: Int, body: [UInt8]), any Error>) -> Void) -> Void
 
 /// A load connection for the `retention` scenario: request `i`'s pre-signed body is POSTed by `send`; a `200` with
-/// one of Apple's answer shapes is a success, anything else an error (`http_<status>`, `invalid_response`).
-public struct RetentionLoadConnection: LoadConnection {
+/// one of Apple's answer shapes is a success, anything else an error (`http_<status>`, `invalid_response`). Its answers
+/// come back as callbacks, so a closed loop sends each next request from the transport's own thread.
+public struct RetentionLoadConnection: CallbackLoadConnection {
     let bodies: [[UInt8]]
     let send: RetentionSend
     let tally: RetentionTally
@@ -178,19 +181,26 @@ public struct RetentionLoadConnection: LoadConnection {
     }
 
     /// The request `LoadRunner` hands over names the body by index (`Scenario.request` for `.retention`).
-    public func call(_ request: LoadRequest) async -> CallOutcome {
+    public func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void) {
         guard let index = request.params["index"]?.int64Value, !bodies.isEmpty else {
-            return .transportError("retention request without a body index")
+            return done(.transportError("retention request without a body index"))
         }
-        do {
-            let started = ContinuousClock.now
-            let response = try await send(bodies[Int(index) % bodies.count])
-            let late = ContinuousClock.now - started > threshold
-            if tally.record(status: response.status, body: response.body, late: late) { return .success }
-            return .rpcError(code: response.status == 200 ? 0 : response.status)
-        } catch {
-            return .transportError(String(describing: error))
+        let started = ContinuousClock.now
+        let (tally, threshold) = (tally, threshold)
+        send(bodies[Int(index) % bodies.count]) { reply in
+            switch reply {
+            case .success(let response):
+                let late = ContinuousClock.now - started > threshold
+                if tally.record(status: response.status, body: response.body, late: late) { return done(.success) }
+                done(.rpcError(code: response.status == 200 ? 0 : response.status))
+            case .failure(let error):
+                done(.transportError(String(describing: error)))
+            }
         }
+    }
+
+    public func call(_ request: LoadRequest) async -> CallOutcome {
+        await withCheckedContinuation { continuation in start(request) { continuation.resume(returning: $0) } }
     }
 
     public func close() async { await onClose() }
@@ -357,7 +367,8 @@ public struct RetentionLoadConnector: LoadConnector {
     }
 
     /// Over HTTP: one libcurl connection (kept alive) per load connection to `address` (`http://HOST:PORT`, or
-    /// `unix:/path`, as `--http` takes it), POSTing to `/v1/apple/{tenant}/retention` as Apple does (no API key).
+    /// `unix:/path`, as `--http` takes it), POSTing to `/v1/apple/{tenant}/retention` as Apple does (no API key). The
+    /// answers arrive on the HTTP client's loop thread (``HTTPConnection/start(_:_:headers:body:_:)``).
     public static func overHTTP(
         tenant: String, bodies: [[UInt8]], tally: RetentionTally, threshold: Duration, timeout: Duration
     ) -> RetentionLoadConnector {
@@ -371,10 +382,10 @@ public struct RetentionLoadConnector: LoadConnector {
                 ? HTTPEndpoint(baseURL: "http://localhost", unixSocketPath: String(address.dropFirst(5)))
                 : HTTPEndpoint(baseURL: address)
             let connection = try HTTPConnection(endpoint, timeout: timeout)
-            let send: RetentionSend = { body in
-                let response = try await connection.send(
-                    "POST", path, headers: [("Content-Type", "application/json")], body: body)
-                return (response.status, response.body)
+            let send: RetentionSend = { body, reply in
+                connection.start("POST", path, headers: [("Content-Type", "application/json")], body: body) {
+                    reply($0.map { ($0.status, $0.body) }.mapError { $0 })
+                }
             }
             return (send, {})
         }

@@ -228,6 +228,26 @@ import Testing
         #expect(try raw(#"{"a":1,"b":2,"b":3}"#).value(keeping: ["a"]) == ["a": 1])
     }
 
+    /// A whole response read as an HTTP client reads a body: the result located, the error parsed, anything else nil.
+    @Test func wholeResponsesReadAsAClientOfManyAnswers() throws {
+        let body = Array(#"{"jsonrpc":"2.0","result":{"offerId":"o1","copy":"7 days free"},"id":1}"#.utf8)
+        guard case .success(let raw) = RPCRawResult.response(body, checkingResult: false) else {
+            Issue.record("expected a located result")
+            return
+        }
+        #expect(try raw.value() == ["offerId": "o1", "copy": "7 days free"])
+        #expect(try raw.value(keeping: ["offerId"]) == ["offerId": "o1"])
+        let error = Array(#"{"jsonrpc":"2.0","error":{"code":-32041,"message":"Code exhausted"},"id":1}"#.utf8)
+        guard case .failure(let rpcError) = RPCRawResult.response(error) else {
+            Issue.record("expected the error")
+            return
+        }
+        #expect(rpcError.code == -32041 && rpcError.message == "Code exhausted")
+        for other in [#"{"status":"ok"}"#, #"[{"jsonrpc":"2.0","result":1,"id":1}]"#, "", "not json"] {
+            #expect(RPCRawResult.response(Array(other.utf8)) == nil, "\(other)")
+        }
+    }
+
     @Test func rawResultsOverARealConnection() async throws {
         try await withServer(.unix) { _, address in
             let client = try await RPCClient.connect(to: address)

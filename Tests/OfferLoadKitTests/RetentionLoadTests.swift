@@ -91,10 +91,10 @@ import Testing
     @Test func connectionCountsAnswersAndFailures() async {
         let tally = RetentionTally()
         let bodies: [[UInt8]] = [[1], [2]]
-        let connection = RetentionLoadConnection(bodies: bodies, tally: tally, threshold: .seconds(60)) { body in
+        let connection = RetentionLoadConnection(bodies: bodies, tally: tally, threshold: .seconds(60)) { body, reply in
             switch body {
-            case [1]: (200, RetentionLoadTests.promo)
-            default: (503, Array(#"{"reason":"unavailable"}"#.utf8))
+            case [1]: reply(.success((200, RetentionLoadTests.promo)))
+            default: reply(.success((503, Array(#"{"reason":"unavailable"}"#.utf8))))
             }
         }
         #expect(await connection.call(LoadRequest(method: "retention", params: ["index": 0])) == .success)
