@@ -1,6 +1,6 @@
-// libcurl (apt libcurl4-openssl-dev) for the HTTPClient module. curl_easy_setopt/getinfo and curl_multi_setopt are
-// variadic, which Swift cannot call: these fixed-signature wrappers pass one argument of each kind, and one reads the
-// union of a CURLMsg. No logic beyond argument passing.
+// libcurl (apt libcurl4-openssl-dev) for the HTTPClient module. curl_easy_setopt/getinfo, curl_share_setopt and
+// curl_multi_setopt are variadic, which Swift cannot call: these fixed-signature wrappers pass one argument of each
+// kind, and one reads the union of a CURLMsg. No logic beyond argument passing.
 #ifndef OFFERGATE_CCURL_SHIM_H
 #define OFFERGATE_CCURL_SHIM_H
 
@@ -28,6 +28,11 @@ static inline CURLcode og_curl_set_header_callback(
 {
     CURLcode code = curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
     return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_HEADERDATA, context);
+}
+
+static inline CURLSHcode og_curl_share_set_long(CURLSH *share, CURLSHoption option, long value)
+{
+    return curl_share_setopt(share, option, value);
 }
 
 static inline CURLcode og_curl_set_private(CURL *handle, void *value)

@@ -15,8 +15,8 @@ import Threads
 /// Work from other threads arrives through an inbox and an `eventfd`; work on the loop thread itself (a completion
 /// that sends the next request) runs at once. Completions run on the loop thread: they must not block.
 ///
-/// `@unchecked Sendable`: `multi`, `watched` and `timerDeadline` are used on the loop thread only; the inbox is a
-/// mutex.
+/// `@unchecked Sendable`: `multi`, `watched`, `generation` and `timerDeadline` are used on the loop thread only; the
+/// inbox is a mutex.
 final class CurlLoop: @unchecked Sendable {
     /// The process's loop, started on first use (or why it could not start).
     static let shared: Result<CurlLoop, HTTPClientError> = Result { () throws(HTTPClientError) in try CurlLoop() }
@@ -26,8 +26,11 @@ final class CurlLoop: @unchecked Sendable {
     private let wakeFD: Int32
     private let loopThread = Atomic<UInt>(0)
     private let inbox = Mutex<[@Sendable () -> Void]>([])
-    /// The sockets in the epoll set (loop thread).
-    private var watched: Set<Int32> = []
+    /// The sockets in the epoll set, each with the generation it was added under (loop thread). An event carries its
+    /// socket's generation: one for a socket that libcurl closed, and whose number a new connection took within the
+    /// same `epoll_wait` batch, is not handed to the new one.
+    private var watched: [Int32: UInt32] = [:]
+    private var generation: UInt32 = 0
     /// When libcurl wants `CURL_SOCKET_TIMEOUT` handled (CLOCK_MONOTONIC nanoseconds), if at all (loop thread).
     private var timerDeadline: UInt64?
 
@@ -46,7 +49,7 @@ final class CurlLoop: @unchecked Sendable {
         self.multi = multi
         self.epfd = epfd
         self.wakeFD = wakeFD
-        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: wakeFD))
+        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.wakeData))
         _ = epoll_ctl(epfd, EPOLL_CTL_ADD, wakeFD, &event)
         // Idle kept-alive connections kept for reuse; libcurl's default (4 per transfer in flight) would close
         // connections that a closed loop is about to use again each time few transfers are running.
@@ -54,7 +57,7 @@ final class CurlLoop: @unchecked Sendable {
         // The loop lives as long as the process (it is `shared`), so it may be handed to libcurl unretained.
         _ = og_curl_multi_set_callbacks(
             multi, onSocket, onTimer, Unmanaged.passUnretained(self).toOpaque())
-        signal(SIGPIPE, SIG_IGN)
+        // No SIGPIPE handling here: every handle has CURLOPT_NOSIGNAL, and libcurl sends with MSG_NOSIGNAL.
         startThread(named: "http-client", stackSize: 1 << 20) { [self] in self.run() }
     }
 
@@ -85,16 +88,11 @@ final class CurlLoop: @unchecked Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
         while true {
-            // Transfers a completion started want `CURL_SOCKET_TIMEOUT` at once (their timer is 0): run them before
-            // waiting, so that their requests leave in this turn.
-            while let deadline = timerDeadline, deadline <= Self.now() {
-                timerDeadline = nil
-                act(on: CURL_SOCKET_TIMEOUT, flags: 0)
-            }
+            actOnDueTimer()
             let n = epoll_wait(epfd, events, Int32(capacity), waitMilliseconds())
             for i in 0..<max(Int(n), 0) {
-                let fd = events[i].data.fd
-                if fd == wakeFD {
+                let data = events[i].data.u64
+                if data == Self.wakeData {
                     var count: eventfd_t = 0
                     _ = eventfd_read(wakeFD, &count)
                     let jobs = inbox.withLock { jobs in
@@ -102,19 +100,27 @@ final class CurlLoop: @unchecked Sendable {
                         return jobs
                     }
                     for job in jobs { job() }
-                    continue
+                } else {
+                    let fd = Int32(truncatingIfNeeded: data & 0xFFFF_FFFF)
+                    guard watched[fd] == UInt32(truncatingIfNeeded: data >> 32) else { continue }
+                    let ready = events[i].events
+                    var flags: Int32 = 0
+                    if ready & EPOLLIN.rawValue != 0 { flags |= CURL_CSELECT_IN }
+                    if ready & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
+                    if ready & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
+                    act(on: fd, flags: flags)
                 }
-                let ready = events[i].events
-                var flags: Int32 = 0
-                if ready & EPOLLIN.rawValue != 0 { flags |= CURL_CSELECT_IN }
-                if ready & EPOLLOUT.rawValue != 0 { flags |= CURL_CSELECT_OUT }
-                if ready & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 { flags |= CURL_CSELECT_ERR }
-                act(on: fd, flags: flags)
-                if let deadline = timerDeadline, deadline <= Self.now() {
-                    timerDeadline = nil
-                    act(on: CURL_SOCKET_TIMEOUT, flags: 0)
-                }
+                actOnDueTimer()
             }
+        }
+    }
+
+    /// Handles libcurl's timer if it is due. A transfer that a completion started wants `CURL_SOCKET_TIMEOUT` at once
+    /// (its timer is 0): its request then leaves before the next ready socket is handled, not after the whole turn.
+    private func actOnDueTimer() {
+        while let deadline = timerDeadline, deadline <= Self.now() {
+            timerDeadline = nil
+            act(on: CURL_SOCKET_TIMEOUT, flags: 0)
         }
     }
 
@@ -127,8 +133,9 @@ final class CurlLoop: @unchecked Sendable {
             var result = CURLE_OK
             guard let easy = og_curl_multi_done(message, &result) else { continue }
             curl_multi_remove_handle(multi, easy)
+            // The reference `HTTPConnection.begin` took for the transfer, given back here.
             guard let context = og_curl_private(easy) else { continue }
-            Unmanaged<HTTPConnection>.fromOpaque(context).takeUnretainedValue().finished(result)
+            Unmanaged<HTTPConnection>.fromOpaque(context).takeRetainedValue().finished(result)
         }
     }
 
@@ -140,22 +147,51 @@ final class CurlLoop: @unchecked Sendable {
         return Int32(clamping: (deadline - now + 999_999) / 1_000_000)
     }
 
-    fileprivate func watch(_ socket: curl_socket_t, what: Int32) {
+    /// libcurl's socket callback: watch `socket` for what it asks, or no longer. False when epoll refused (libcurl
+    /// then fails the transfers on that socket, rather than leaving them to their timeout).
+    fileprivate func watch(_ socket: curl_socket_t, what: Int32) -> Bool {
         if what == CURL_POLL_REMOVE {
-            if watched.remove(socket) != nil { _ = epoll_ctl(epfd, EPOLL_CTL_DEL, socket, nil) }
-            return
+            // libcurl may already have closed it, which took it out of the set.
+            if watched.removeValue(forKey: socket) != nil { _ = epoll_ctl(epfd, EPOLL_CTL_DEL, socket, nil) }
+            return true
         }
         var interest: UInt32 = 0
         if what & CURL_POLL_IN != 0 { interest |= EPOLLIN.rawValue }
         if what & CURL_POLL_OUT != 0 { interest |= EPOLLOUT.rawValue }
-        var event = epoll_event(events: interest, data: epoll_data_t(fd: socket))
-        let op = watched.insert(socket).inserted ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
-        _ = epoll_ctl(epfd, op, socket, &event)
+        let known = watched[socket]
+        let tag: UInt32
+        if let known {
+            tag = known
+        } else {
+            generation &+= 1
+            tag = generation
+        }
+        var event = epoll_event(events: interest, data: epoll_data_t(u64: UInt64(tag) << 32 | UInt64(UInt32(socket))))
+        // Our set and the kernel's can differ only if a socket was closed without a removal: then do the other.
+        var status = epoll_ctl(epfd, known == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, socket, &event)
+        if status != 0 && (errno == EEXIST || errno == ENOENT) {
+            status = epoll_ctl(epfd, errno == EEXIST ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, socket, &event)
+        }
+        guard status == 0 else {
+            watched.removeValue(forKey: socket)
+            return false
+        }
+        watched[socket] = tag
+        return true
     }
 
     fileprivate func setTimer(milliseconds: Int) {
-        timerDeadline = milliseconds < 0 ? nil : Self.now() + UInt64(milliseconds) * 1_000_000
+        guard milliseconds >= 0 else {
+            timerDeadline = nil
+            return
+        }
+        let (delay, tooLong) = UInt64(milliseconds).multipliedReportingOverflow(by: 1_000_000)
+        let (deadline, tooLate) = Self.now().addingReportingOverflow(delay)
+        timerDeadline = tooLong || tooLate ? UInt64.max : deadline
     }
+
+    /// The wake-up eventfd's tag in the epoll set (a socket's is its generation and number, never all ones).
+    private static let wakeData = UInt64.max
 
     static func now() -> UInt64 {
         var ts = timespec()
@@ -169,8 +205,7 @@ private let onSocket:
         UnsafeMutableRawPointer?, curl_socket_t, Int32, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
     ) -> Int32 = { _, socket, what, context, _ in
         guard let context else { return -1 }
-        Unmanaged<CurlLoop>.fromOpaque(context).takeUnretainedValue().watch(socket, what: what)
-        return 0
+        return Unmanaged<CurlLoop>.fromOpaque(context).takeUnretainedValue().watch(socket, what: what) ? 0 : -1
     }
 
 private let onTimer: @convention(c) (UnsafeMutableRawPointer?, Int, UnsafeMutableRawPointer?) -> Int32 = {

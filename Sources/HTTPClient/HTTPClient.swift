@@ -52,7 +52,10 @@ public struct HTTPEndpoint: Sendable, Hashable {
 }
 
 /// One HTTP connection: libcurl keeps it open between requests (keep-alive) and reconnects when the server closed
-/// it. Requests on one `HTTPConnection` run one at a time, in order. Every connection's transfers run on one thread
+/// it. It has a connection cache of its own (a libcurl share of connections), so it is one TCP or Unix socket
+/// connection at a time, never one another `HTTPConnection` used. Requests on one `HTTPConnection` run one at a time,
+/// in the order they were started (from one thread; from several, in the order they reached the loop). Every
+/// connection's transfers run on one thread
 /// (``CurlLoop``), never on Swift's cooperative pool nor on Dispatch's shared worker threads (a full test run showed
 /// that many connections blocked on Dispatch queues can starve the tasks that must answer them).
 ///
@@ -64,6 +67,8 @@ public final class HTTPConnection: @unchecked Sendable {
     public let endpoint: HTTPEndpoint
     private let loop: CurlLoop
     private let handle: UnsafeMutableRawPointer
+    /// The connection cache that `handle` alone uses.
+    private let share: UnsafeMutableRawPointer
     /// Requests waiting for the one in flight (loop thread).
     private var waiting: [Transfer] = []
     /// The request in flight, which libcurl's callbacks fill in (loop thread).
@@ -73,10 +78,21 @@ public final class HTTPConnection: @unchecked Sendable {
 
     public init(_ endpoint: HTTPEndpoint, timeout: Duration = .seconds(30)) throws(HTTPClientError) {
         loop = try CurlLoop.shared.get()
-        guard let handle = curl_easy_init() else { throw HTTPClientError(code: -1, message: "curl_easy_init failed") }
+        guard let share = curl_share_init() else {
+            throw HTTPClientError(code: -1, message: "curl_share_init failed")
+        }
+        guard og_curl_share_set_long(share, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_CONNECT.rawValue)) == CURLSHE_OK,
+            let handle = curl_easy_init()
+        else {
+            curl_share_cleanup(share)
+            throw HTTPClientError(code: -1, message: "curl_easy_init failed")
+        }
         self.handle = handle
+        self.share = share
         self.endpoint = endpoint
-        let millis = Int(timeout / .milliseconds(1))
+        _ = og_curl_set_pointer(handle, CURLOPT_SHARE, share)
+        // At least a millisecond: libcurl reads 0 as no limit at all.
+        let millis = max(1, Int(timeout / .milliseconds(1)))
         _ = og_curl_set_long(handle, CURLOPT_TIMEOUT_MS, millis)
         _ = og_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = og_curl_set_long(handle, CURLOPT_TCP_NODELAY, 1)
@@ -94,10 +110,12 @@ public final class HTTPConnection: @unchecked Sendable {
     deinit {
         // No transfer holds the connection, so the handle is in no multi handle: free it on the loop's thread all
         // the same, where every other use of it happened.
-        let owned = OwnedHandle(handle: handle, list: headerList?.list)
+        let owned = OwnedHandle(handle: handle, share: share, list: headerList?.list)
         loop.execute {
             curl_slist_free_all(owned.list)
             curl_easy_cleanup(owned.handle)
+            // Closes the kept-alive connection (the handle, its only user, is gone).
+            curl_share_cleanup(owned.share)
         }
     }
 
@@ -119,16 +137,21 @@ public final class HTTPConnection: @unchecked Sendable {
     ) {
         let transfer = Transfer(method: method, url: endpoint.baseURL + path, headers: headers, body: body, done: done)
         loop.execute { [self] in
-            if current == nil { begin(transfer) } else { waiting.append(transfer) }
+            if current != nil {
+                waiting.append(transfer)
+            } else if !begin(transfer) {
+                transfer.done(.failure(Self.notStarted))
+            }
         }
     }
 
     // MARK: Loop thread
 
-    private func begin(_ transfer: Transfer) {
-        current = transfer
+    /// Hands `transfer` to libcurl; false when libcurl would not take it (then nothing of it is in flight).
+    private func begin(_ transfer: Transfer) -> Bool {
         transfer.url.withCString { _ = og_curl_set_pointer(handle, CURLOPT_URL, $0) }
         if let body = transfer.body {
+            transfer.body = nil
             _ = og_curl_set_long(handle, CURLOPT_NOBODY, 0)
             _ = og_curl_set_long(handle, CURLOPT_POSTFIELDSIZE, body.count)
             // libcurl copies the body now (and sets the method to POST), so nothing of ours must outlive this call.
@@ -144,13 +167,17 @@ public final class HTTPConnection: @unchecked Sendable {
         let custom = transfer.method == "GET" || transfer.method == "HEAD" ? nil : transfer.method
         _ = custom.withCStringIfPresent { og_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, $0) }
         _ = og_curl_set_pointer(handle, CURLOPT_HTTPHEADER, headerList(for: transfer.headers))
-        // The loop finds the connection again from the handle when the transfer ends (`finished`).
+        // Adding only schedules the transfer (libcurl runs it when the loop calls it next), so the reference the loop
+        // finds the connection by when the transfer ends (`finished`) can be taken once the add succeeded.
+        guard loop.add(handle) else { return false }
+        current = transfer
         _ = og_curl_set_private(handle, Unmanaged.passRetained(self).toOpaque())
-        if !loop.add(handle) {
-            Unmanaged.passUnretained(self).release()
-            finished(CURLE_FAILED_INIT, retained: false)
-        }
+        return true
     }
+
+    /// What a request that libcurl would not take fails with.
+    private static let notStarted = HTTPClientError(
+        code: Int(CURLE_FAILED_INIT.rawValue), message: "libcurl did not take the request")
 
     /// libcurl's header list for `fields`: the last request's again when its fields were the same. An empty
     /// `Expect:` stops libcurl's `Expect: 100-continue` round trip for larger bodies.
@@ -165,9 +192,11 @@ public final class HTTPConnection: @unchecked Sendable {
         return list
     }
 
-    /// The transfer in flight ended with `code` (called by the loop, which removed the handle from the multi
-    /// handle): answers it, then starts the next waiting request before the answer's own callback can queue more.
-    func finished(_ code: CURLcode, retained: Bool = true) {
+    /// The transfer in flight ended with `code` (called by the loop, which removed the handle from the multi handle
+    /// and holds the reference `begin` took until this returns). Starts the next waiting request before answering, so
+    /// a request the answer's callback starts queues behind those already waiting; answers waiting requests that
+    /// libcurl would not take after this one, in order.
+    func finished(_ code: CURLcode) {
         guard let transfer = current else { return }
         current = nil
         let result: Result<HTTPClientResponse, HTTPClientError> =
@@ -176,10 +205,14 @@ public final class HTTPConnection: @unchecked Sendable {
                 HTTPClientResponse(
                     status: og_curl_response_code(handle), headerBlock: transfer.headerBlock, body: transfer.received))
             : .failure(HTTPClientError(code: Int(code.rawValue), message: String(cString: curl_easy_strerror(code))))
-        if !waiting.isEmpty { begin(waiting.removeFirst()) }
-        // The reference `begin` took for the loop, given back last: the answer may drop the connection's last other.
-        defer { if retained { Unmanaged.passUnretained(self).release() } }
+        var refused: [Transfer] = []
+        while !waiting.isEmpty {
+            let next = waiting.removeFirst()
+            if begin(next) { break }
+            refused.append(next)
+        }
         transfer.done(result)
+        for next in refused { next.done(.failure(Self.notStarted)) }
     }
 
     /// Where libcurl's callbacks put what arrives for the transfer in flight.
@@ -202,7 +235,8 @@ private final class Transfer: @unchecked Sendable {
     let method: String
     let url: String
     let headers: [(String, String)]
-    let body: [UInt8]?
+    /// Until libcurl copied it.
+    var body: [UInt8]?
     let done: HTTPConnection.Completion
     var received: [UInt8] = []
     var headerBlock: [UInt8] = []
@@ -222,6 +256,7 @@ private final class Transfer: @unchecked Sendable {
 /// A freed connection's libcurl resources, handed to the loop thread.
 private struct OwnedHandle: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
+    let share: UnsafeMutableRawPointer
     let list: UnsafeMutablePointer<curl_slist>?
 }
 

@@ -113,12 +113,12 @@ struct HTTPClientTests {
         await server.shutdown(gracePeriod: .seconds(1))
     }
 
-    @Test("a refused connection fails with libcurl's error, and so does the request queued behind it")
+    @Test("a connection that cannot be made fails with libcurl's error, and so does the request queued behind it")
     func refused() async throws {
-        // A port nothing listens on: bound, then closed.
-        let (server, base) = try Self.startEcho()
-        await server.shutdown(gracePeriod: .seconds(1))
-        let connection = try HTTPConnection(HTTPEndpoint(baseURL: base), timeout: .seconds(10))
+        // A Unix socket path nobody can have bound (its directory does not exist): no port another process could take.
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("og-\(UUID().uuidString)/none.sock")
+        let connection = try HTTPConnection(
+            HTTPEndpoint(baseURL: "http://localhost", unixSocketPath: missing.path), timeout: .seconds(10))
         let results = Mutex<[Result<HTTPClientResponse, HTTPClientError>]>([])
         await withCheckedContinuation { (both: CheckedContinuation<Void, Never>) in
             for path in ["/one", "/two"] {
@@ -134,7 +134,7 @@ struct HTTPClientTests {
         }
         for result in results.withLock({ $0 }) {
             guard case .failure(let error) = result else {
-                Issue.record("a request to a closed port was answered")
+                Issue.record("a request without a server was answered")
                 continue
             }
             #expect(error.code == 7, "CURLE_COULDNT_CONNECT: \(error)")
