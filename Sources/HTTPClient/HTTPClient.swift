@@ -55,9 +55,9 @@ public struct HTTPEndpoint: Sendable, Hashable {
 /// it. It has a connection cache of its own (a libcurl share of connections), so it is one TCP or Unix socket
 /// connection at a time, never one another `HTTPConnection` used. Requests on one `HTTPConnection` run one at a time,
 /// in the order they were started (from one thread; from several, in the order they reached the loop). Every
-/// connection's transfers run on one thread
-/// (``CurlLoop``), never on Swift's cooperative pool nor on Dispatch's shared worker threads (a full test run showed
-/// that many connections blocked on Dispatch queues can starve the tasks that must answer them).
+/// connection's transfers run on one thread (``CurlLoop``), never on Swift's cooperative pool nor on Dispatch's shared
+/// worker threads (a full test run showed that many connections blocked on Dispatch queues can starve the tasks that
+/// must answer them).
 ///
 /// `@unchecked Sendable`: the easy handle and the request queue are used on the loop thread only (and the handle is
 /// freed there after the connection's last transfer).
@@ -85,7 +85,7 @@ public final class HTTPConnection: @unchecked Sendable {
             let handle = curl_easy_init()
         else {
             curl_share_cleanup(share)
-            throw HTTPClientError(code: -1, message: "curl_easy_init failed")
+            throw HTTPClientError(code: -1, message: "libcurl could not make a connection's handle")
         }
         self.handle = handle
         self.share = share
