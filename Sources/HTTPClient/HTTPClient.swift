@@ -164,8 +164,11 @@ public final class HTTPConnection: @unchecked Sendable {
             _ = og_curl_set_long(handle, CURLOPT_HTTPGET, 1)
             _ = og_curl_set_long(handle, CURLOPT_NOBODY, transfer.method == "HEAD" ? 1 : 0)
         }
-        let custom = transfer.method == "GET" || transfer.method == "HEAD" ? nil : transfer.method
-        _ = custom.withCStringIfPresent { og_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, $0) }
+        if transfer.method == "GET" || transfer.method == "HEAD" {
+            _ = og_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, nil)
+        } else {
+            _ = transfer.method.withCString { og_curl_set_pointer(handle, CURLOPT_CUSTOMREQUEST, $0) }
+        }
         _ = og_curl_set_pointer(handle, CURLOPT_HTTPHEADER, headerList(for: transfer.headers))
         // Adding only schedules the transfer (libcurl runs it when the loop calls it next), so the reference the loop
         // finds the connection by when the transfer ends (`finished`) can be taken once the add succeeded.
@@ -258,15 +261,6 @@ private struct OwnedHandle: @unchecked Sendable {
     let handle: UnsafeMutableRawPointer
     let share: UnsafeMutableRawPointer
     let list: UnsafeMutablePointer<curl_slist>?
-}
-
-extension Optional where Wrapped == String {
-    fileprivate func withCStringIfPresent<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
-        switch self {
-        case .some(let string): string.withCString { body($0) }
-        case .none: body(nil)
-        }
-    }
 }
 
 private let writeBody: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = {

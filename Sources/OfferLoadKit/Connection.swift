@@ -71,6 +71,14 @@ public protocol CallbackLoadConnection: LoadConnection {
     func start(_ request: LoadRequest, _ done: @escaping @Sendable (CallOutcome) -> Void)
 }
 
+extension CallbackLoadConnection {
+    /// A call is a start whose outcome the caller awaits. A connection whose calls need more defines its own
+    /// (`RPCLoadConnection`'s call has a timeout).
+    public func call(_ request: LoadRequest) async -> CallOutcome {
+        await withCheckedContinuation { continuation in start(request) { continuation.resume(returning: $0) } }
+    }
+}
+
 /// A callback connection whose answers are handled on an event-loop thread that can also run a timer: the open loop
 /// then sends from that thread, paced by the timer, instead of from a thread of its own (``LoadRunner``).
 /// `RPCLoadConnection`'s are all on the one JSON-RPC client loop of the process.

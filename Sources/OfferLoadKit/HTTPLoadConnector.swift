@@ -16,14 +16,7 @@ public struct HTTPLoadConnector: LoadConnector {
 
     /// `address`: the gateway's HTTP base URL (`http://127.0.0.1:8080`), or `unix:/path` for HTTP over a Unix socket.
     public func connect(address: String) async throws -> any LoadConnection {
-        let endpoint =
-            address.hasPrefix("unix:")
-            ? HTTPEndpoint(baseURL: "http://localhost", unixSocketPath: String(address.dropFirst(5)))
-            : HTTPEndpoint(baseURL: address)
-        guard address.hasPrefix("unix:") || address.hasPrefix("http://") else {
-            throw OfferLoadError(.connectFailed, context: address, "--http takes http://HOST:PORT or unix:/path")
-        }
-        let connection = try HTTPConnection(endpoint, timeout: callTimeout ?? .seconds(3600))
+        let connection = try HTTPConnection(Self.endpoint(address), timeout: callTimeout ?? .seconds(3600))
         var headers = [("Content-Type", "application/json")]
         if let apiKey { headers.append(("Authorization", "Bearer \(apiKey)")) }
         // One ping first, so a wrong address fails here (as a socket connect would), not as a run of errors.
@@ -32,6 +25,17 @@ public struct HTTPLoadConnector: LoadConnector {
             throw OfferLoadError(.connectFailed, context: address, why)
         }
         return probe
+    }
+
+    /// Where `--http ADDRESS` points: `http://HOST:PORT`, or `unix:/path` (HTTP over a Unix socket).
+    static func endpoint(_ address: String) throws(OfferLoadError) -> HTTPEndpoint {
+        if address.hasPrefix("unix:") {
+            return HTTPEndpoint(baseURL: "http://localhost", unixSocketPath: String(address.dropFirst(5)))
+        }
+        guard address.hasPrefix("http://") else {
+            throw OfferLoadError(.connectFailed, context: address, "--http takes http://HOST:PORT or unix:/path")
+        }
+        return HTTPEndpoint(baseURL: address)
     }
 }
 
@@ -50,10 +54,6 @@ struct HTTPLoadConnection: CallbackLoadConnection {
         connection.start("POST", "/v1/rpc", headers: headers, body: body) { reply in
             done(Self.outcome(method: method, fields: fields, reply))
         }
-    }
-
-    func call(_ request: LoadRequest) async -> CallOutcome {
-        await withCheckedContinuation { continuation in start(request) { continuation.resume(returning: $0) } }
     }
 
     static func outcome(

@@ -199,10 +199,6 @@ public struct RetentionLoadConnection: CallbackLoadConnection {
         }
     }
 
-    public func call(_ request: LoadRequest) async -> CallOutcome {
-        await withCheckedContinuation { continuation in start(request) { continuation.resume(returning: $0) } }
-    }
-
     public func close() async { await onClose() }
 }
 
@@ -374,14 +370,7 @@ public struct RetentionLoadConnector: LoadConnector {
     ) -> RetentionLoadConnector {
         let path = "/v1/apple/\(tenant)/retention"
         return RetentionLoadConnector(bodies: bodies, tally: tally, threshold: threshold) { address in
-            guard address.hasPrefix("unix:") || address.hasPrefix("http://") else {
-                throw OfferLoadError(.connectFailed, context: address, "--http takes http://HOST:PORT or unix:/path")
-            }
-            let endpoint =
-                address.hasPrefix("unix:")
-                ? HTTPEndpoint(baseURL: "http://localhost", unixSocketPath: String(address.dropFirst(5)))
-                : HTTPEndpoint(baseURL: address)
-            let connection = try HTTPConnection(endpoint, timeout: timeout)
+            let connection = try HTTPConnection(HTTPLoadConnector.endpoint(address), timeout: timeout)
             let send: RetentionSend = { body, reply in
                 connection.start("POST", path, headers: [("Content-Type", "application/json")], body: body) {
                     reply($0.map { ($0.status, $0.body) }.mapError { $0 })
